@@ -1,0 +1,94 @@
+"""Shared helpers for the tool-output parsers.
+
+Every parser is a pure function ``text -> dict``. The helpers here normalise what launchers and
+terminals do to tool output before a parser sees it, so each parser only has to understand the
+tool itself:
+
+* bytes are decoded as UTF-8 with replacement characters (never a UnicodeError);
+* CRLF and lone CR become LF, ANSI colour/cursor escape sequences are removed;
+* ``srun -l`` rank prefixes (``0: ``, ``12: ``) and ``mpirun --tag-output`` prefixes
+  (``[1,0]<stdout>:``, ``[1,3]<stderr>:``) are stripped when they prefix most non-empty lines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from clustereval.parsers.errors import ParseError
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_SRUN_PREFIX = re.compile(r"^\s{0,4}\d{1,6}: ?")
+_MPIRUN_PREFIX = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr)>:\s?")
+
+
+def to_text(data: str | bytes | bytearray | None) -> str:
+    """Decode tool output to ``str`` without ever raising (invalid UTF-8 becomes U+FFFD)."""
+    if data is None:
+        return ""
+    if isinstance(data, (bytes, bytearray)):
+        return bytes(data).decode("utf-8", errors="replace")
+    if not isinstance(data, str):
+        raise ParseError(f"expected text or bytes, got {type(data).__name__}")
+    return data
+
+
+def _strip_prefix(lines: list[str], pattern: re.Pattern[str]) -> list[str] | None:
+    nonempty = [ln for ln in lines if ln.strip()]
+    if not nonempty:
+        return None
+    hits = sum(1 for ln in nonempty if pattern.match(ln))
+    if hits < max(1, int(len(nonempty) * 0.6)):
+        return None
+    return [pattern.sub("", ln, count=1) for ln in lines]
+
+
+def clean(data: str | bytes | bytearray | None) -> str:
+    """Return tool output with line endings, ANSI codes and launcher prefixes normalised."""
+    text = to_text(data)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _ANSI.sub("", text)
+    lines = text.split("\n")
+    for pattern in (_MPIRUN_PREFIX, _SRUN_PREFIX):
+        stripped = _strip_prefix(lines, pattern)
+        if stripped is not None:
+            lines = stripped
+            break
+    return "\n".join(lines)
+
+
+def to_float(token: str | None) -> float | None:
+    """Parse a number as tools print it; ``N/A``, ``-``, ``inf`` garbage and blanks give None."""
+    if token is None:
+        return None
+    token = token.strip().rstrip(",")
+    if not token or token.upper() in {"N/A", "NA", "-", "--", "[N/A]", "NAN", "UNKNOWN", "[UNKNOWN ERROR]"}:
+        return None
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    return value
+
+
+def to_int(token: str | None) -> int | None:
+    """Parse an integer (decimal or 0x-hex); anything unreadable gives None."""
+    if token is None:
+        return None
+    token = token.strip().rstrip(",")
+    try:
+        return int(token, 0) if token.lower().startswith("0x") else int(token)
+    except ValueError:
+        value = to_float(token)
+        return int(value) if value is not None and value.is_integer() else None
+
+
+def result(tool: str, fmt: str, *, complete: bool, warnings: list[str] | None = None,
+           **fields: Any) -> dict[str, Any]:
+    """Build the common envelope every parser returns."""
+    out: dict[str, Any] = {"tool": tool, "format": fmt, "complete": bool(complete)}
+    out.update(fields)
+    out["warnings"] = list(warnings or [])
+    return out
