@@ -1,0 +1,129 @@
+"""Action ``clustereval.gpu.judge``: keep raw probe output as artifacts and turn it into check results.
+
+Runs on the controller (no connection to the node). The results it returns under
+``clustereval_results`` are appended to ``results.jsonl`` by the ``clustereval.gpu.results`` callback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from clustereval import checks
+from clustereval.checks import audit, catalogue
+from clustereval.results import CLUSTER_SUBJECT
+
+DOCUMENTATION = r"""
+---
+module: judge
+short_description: Judge collected probe output into clustereval check results
+description:
+  - Writes every probe's raw output to C(<run dir>/raw/<subject>/<artifact>) (plus a C(.meta.json)
+    with the command, exit status, stderr and duration), then evaluates each selected check with
+    C(clustereval.checks) and returns the results for the results callback to record.
+  - Checks are selected with the play's tags; a tag selects a check when it equals the check id,
+    is a dotted prefix of it (C(audit.slurm)), or names its phase. C(--skip-tags) works the same way.
+options:
+  checks:
+    description: Check ids this task may evaluate (all must be in the check catalogue).
+    type: list
+    elements: str
+    required: true
+  probes:
+    description: The C(probes) returned by C(clustereval.gpu.collect) for this host.
+    type: dict
+  fleet_hosts:
+    description: For cluster-wide checks, the hosts whose C(clustereval_facts) are compared.
+    type: list
+    elements: str
+  options:
+    description: Check settings (expected GPU count, baseline class and overrides, scratch dir).
+    type: dict
+author: clustereval developers
+"""
+
+SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _selected(check_id: str, run_tags: list[str], skip_tags: list[str]) -> bool:
+    phase = catalogue.entry(check_id)["phase"]
+
+    def matches(tag: str) -> bool:
+        return tag in (check_id, phase) or check_id.startswith(tag + ".")
+
+    if any(matches(tag) for tag in skip_tags):
+        return False
+    return not run_tags or "all" in run_tags or any(matches(tag) for tag in run_tags)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = self._task.args
+        check_ids = list(args.get("checks") or [])
+        unknown = [c for c in check_ids if c not in catalogue.load()]
+        if unknown:
+            raise AnsibleActionFail(f"checks not in the catalogue: {', '.join(unknown)}")
+        local = task_vars.get("hostvars", {}).get("localhost", {})
+        run_dir = task_vars.get("clustereval_run_dir") or local.get("clustereval_run_dir")
+        run_id = task_vars.get("clustereval_run_id") or local.get("clustereval_run_id") or "unknown"
+        if not run_dir:
+            raise AnsibleActionFail("clustereval_run_dir is not set: run clustereval.gpu.run_start first "
+                                    "(playbooks/evaluate.yml does) or set it as a variable")
+        fleet_hosts = args.get("fleet_hosts")
+        subject = CLUSTER_SUBJECT if fleet_hosts is not None else task_vars["inventory_hostname"]
+        probes = self._keep_artifacts(run_dir, subject, dict(args.get("probes") or {}))
+        fleet = {}
+        if fleet_hosts is not None:
+            hostvars = task_vars.get("hostvars", {})
+            fleet = {h: (hostvars[h].get("clustereval_facts") if h in hostvars else None) for h in fleet_hosts}
+        options = dict(args.get("options") or {})
+        ctx_args = {"subject": subject, "probes": probes, "fleet": fleet}
+        run_tags = list(task_vars.get("ansible_run_tags") or ["all"])
+        skip_tags = list(task_vars.get("ansible_skip_tags") or [])
+        results = []
+        for check_id in check_ids:
+            if not _selected(check_id, run_tags, skip_tags):
+                continue
+            ctx = checks.Context(options=dict(options), **ctx_args)
+            results.append(checks.evaluate(check_id, ctx, run_id))
+        facts = {}
+        if fleet_hosts is None and probes:
+            facts = {"clustereval_facts": {**(task_vars.get("clustereval_facts") or {}),
+                                           **audit.host_facts(checks.Context(subject=subject, probes=probes))}}
+        counts: dict[str, int] = {}
+        for item in results:
+            counts[item["status"]] = counts.get(item["status"], 0) + 1
+        result.update(changed=False, clustereval_results=results, clustereval_run_dir=run_dir,
+                      ansible_facts=facts,
+                      msg=", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no check selected")
+        return result
+
+    @staticmethod
+    def _keep_artifacts(run_dir: str, subject: str, probes: dict[str, Any]) -> dict[str, Any]:
+        """Write each probe's stdout under raw/<subject>/ and point the probe at it."""
+        host_dir = os.path.join(run_dir, "raw", SAFE_NAME.sub("_", subject))
+        os.makedirs(host_dir, exist_ok=True)
+        kept = {}
+        for name, probe in probes.items():
+            probe = dict(probe)
+            filename = SAFE_NAME.sub("_", str(probe.get("artifact") or f"{name}.txt"))
+            path = os.path.join(host_dir, filename)
+            with open(path, "w", encoding="utf-8", errors="replace") as fh:
+                fh.write(probe.get("stdout") or "")
+            meta = {k: probe.get(k) for k in ("name", "cmd", "rc", "stderr", "duration_s", "timed_out",
+                                               "missing", "truncated", "timeout", "parser")}
+            with open(path + ".meta.json", "w", encoding="utf-8") as fh:
+                json.dump(meta, fh, indent=2, sort_keys=True)
+            probe["artifact"] = os.path.relpath(path, run_dir)
+            kept[name] = probe
+        return kept

@@ -1,0 +1,78 @@
+"""Action ``clustereval.gpu.run_start``: create the run directory and write ``run.json``."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from datetime import UTC, datetime
+
+from ansible.plugins.action import ActionBase
+
+from clustereval import __version__
+from clustereval.runinfo import default_run_dir, inventory_summary, safe_options, write_json
+
+DOCUMENTATION = r"""
+---
+module: run_start
+short_description: Create the evaluation's run directory and record what is being run
+description:
+  - Creates the run directory (C(out), default C(runs/<timestamp>) beside the playbooks) with its
+    C(raw/) folder and writes C(run.json): run id, inventory summary, versions, phases and options.
+  - Sets the facts C(clustereval_run_dir) and C(clustereval_run_id) used by every later task.
+options:
+  out:
+    description: Run directory; empty means C(runs/<UTC timestamp>) in the checkout.
+    type: str
+  phases:
+    description: Phases this run covers.
+    type: list
+    elements: str
+  targets:
+    description: Hosts being evaluated.
+    type: list
+    elements: str
+author: clustereval developers
+"""
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = self._task.args
+        out = args.get("out") or ""
+        started = datetime.now(UTC)
+        if not out:
+            out = default_run_dir(task_vars.get("playbook_dir") or os.getcwd(), started)
+        run_dir = os.path.abspath(os.path.expanduser(str(out)))
+        os.makedirs(os.path.join(run_dir, "raw"), exist_ok=True)
+        run_id = f"{started.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+        from ansible.release import __version__ as ansible_version
+
+        info = {
+            "run_id": run_id,
+            "run_dir": run_dir,
+            "started": started.isoformat(timespec="seconds").replace("+00:00", "Z"),
+            "ended": None,
+            "phases": list(args.get("phases") or []),
+            "inventory": inventory_summary(task_vars, list(args.get("targets") or [])),
+            "versions": {"clustereval": __version__, "ansible_core": ansible_version},
+            "options": safe_options(task_vars),
+            "entry_point": os.environ.get("CLUSTEREVAL_ENTRY_POINT", "ansible-playbook"),
+        }
+        previous = os.path.join(run_dir, "run.json")
+        if os.path.exists(previous):
+            try:
+                with open(previous, encoding="utf-8") as fh:
+                    info["previous_starts"] = [json.load(fh).get("started")]
+            except (OSError, ValueError):
+                pass
+        write_json(previous, info)
+        result.update(changed=True, clustereval_run_dir=run_dir, clustereval_run_id=run_id,
+                      ansible_facts={"clustereval_run_dir": run_dir, "clustereval_run_id": run_id},
+                      msg=f"run directory {run_dir}")
+        return result

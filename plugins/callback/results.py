@@ -1,0 +1,119 @@
+"""Callback ``clustereval.gpu.results``: append every check result to ``results.jsonl`` as it happens.
+
+It records, it does not judge: results come from ``clustereval.gpu.judge``; the only results it
+makes itself are the facts the harness alone sees (a node unreachable, a task that failed). At the
+end of the playbook it asks the scorer and reporters to write ``score.json`` and the reports.
+"""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+name: results
+type: aggregate
+short_description: Record clustereval check results in the run directory as they happen
+description:
+  - Appends each check result returned by clustereval tasks to C(results.jsonl), flushed and
+    fsynced per task, so an interrupted run keeps everything already measured.
+  - Records an unreachable node (C(harness.node.reachable) fail) and a failed task
+    (C(harness.task.failed) error) with the message Ansible gave.
+  - When the playbook ends, scores the run and writes C(score.json), C(report.md), C(junit.xml)
+    and C(report.html).
+requirements:
+  - the clustereval Python package on the controller
+  - enable in ansible.cfg with C(callbacks_enabled = clustereval.gpu.results)
+author: clustereval developers
+"""
+
+import json
+import os
+from typing import Any
+
+from ansible.plugins.callback import CallbackBase
+
+from clustereval import checks, results, runinfo
+
+TARGET_EXCLUDE = {"localhost"}
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "clustereval.gpu.results"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.run_dir: str | None = None
+        self.run_id = "unknown"
+        self.pending: list[dict[str, Any]] = []
+        self.unreachable: set[str] = set()
+        self.recorded = 0
+
+    def _record(self, items: list[dict[str, Any]]) -> None:
+        if not items:
+            return
+        if self.run_dir is None:
+            self.pending.extend(items)
+            return
+        self.recorded += results.append(self.run_dir, self.pending + items)
+        self.pending = []
+
+    def _harness_result(self, check_id: str, host: str, verdict: checks.Verdict) -> dict[str, Any]:
+        return checks.make_result(check_id, host, verdict, run_id=self.run_id, artifacts=[],
+                                  started=results.now_iso(), duration_s=0.0)
+
+    def _take(self, result_dict: dict[str, Any]) -> None:
+        run_dir = result_dict.get("clustereval_run_dir")
+        if run_dir and self.run_dir is None:
+            self.run_dir = run_dir
+            self.run_id = result_dict.get("clustereval_run_id") or self.run_id
+        self._record(list(result_dict.get("clustereval_results") or []))
+
+    def v2_runner_on_ok(self, result) -> None:
+        self._take(result._result)
+
+    def v2_runner_item_on_ok(self, result) -> None:
+        self._take(result._result)
+
+    def v2_runner_on_unreachable(self, result) -> None:
+        host = result._host.get_name()
+        if host in self.unreachable:
+            return
+        self.unreachable.add(host)
+        message = str(result._result.get("msg") or "unreachable").strip()
+        verdict = checks.Verdict("fail", f"{host} is unreachable during '{result._task.get_name()}': "
+                                 f"{message[:300]}", evidence={"task": result._task.get_name(),
+                                                               "error": message[:2000]})
+        self._record([self._harness_result("harness.node.reachable", host, verdict)])
+
+    def v2_runner_on_failed(self, result, ignore_errors: bool = False) -> None:
+        host = result._host.get_name()
+        if ignore_errors or host in TARGET_EXCLUDE:
+            return
+        message = str(result._result.get("msg") or result._result.get("stderr") or "failed").strip()
+        verdict = checks.Verdict("error", f"task '{result._task.get_name()}' failed on {host}: "
+                                 f"{message[:300]}", evidence={"task": result._task.get_name(),
+                                                               "error": message[:2000]})
+        self._record([self._harness_result("harness.task.failed", host, verdict)])
+
+    def v2_playbook_on_stats(self, stats) -> None:
+        if self.run_dir is None:
+            return
+        self._record([])
+        hosts = sorted(stats.processed.keys())
+        summary = {host: stats.summarize(host) for host in hosts}
+        runinfo.mark_ended(self.run_dir, ansible_stats=summary, unreachable_hosts=sorted(self.unreachable))
+        try:
+            from clustereval import report
+
+            report.render_all(self.run_dir)
+            with open(os.path.join(self.run_dir, "score.json"), encoding="utf-8") as fh:
+                score = json.load(fh)
+            self._display.banner("CLUSTEREVAL")
+            self._display.display(report.summary_line(score))
+            self._display.display(f"Run directory: {self.run_dir}")
+        except Exception as exc:  # the results are on disk; `clustereval report DIR` can retry
+            self._display.warning(f"clustereval: scoring/reporting failed ({type(exc).__name__}: {exc}); "
+                                  f"results are kept in {self.run_dir}/results.jsonl; "
+                                  f"retry with `clustereval report {self.run_dir}`")

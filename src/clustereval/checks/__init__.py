@@ -1,0 +1,172 @@
+"""Deciding pass / warn / fail / skip / error: check functions over collected probe output.
+
+A role collects raw tool output on a node ("probes": command, rc, stdout, stderr, duration) and hands
+it to the ``clustereval.gpu.judge`` action, which calls :func:`evaluate` for each selected check. A
+check function receives a :class:`Context` and returns a :class:`Verdict`; it raises :class:`Skip`
+when the check does not apply and :class:`HarnessError` when the harness (not the cluster) failed.
+:func:`evaluate` turns that into a complete check result (see ``clustereval.results``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clustereval import baselines
+from clustereval.checks import catalogue
+from clustereval.parsers import ParseError, parse
+from clustereval.results import CLUSTER_SUBJECT, now_iso
+
+CheckFn = Callable[["Context"], "Verdict"]
+_CHECKS: dict[str, CheckFn] = {}
+
+
+class Skip(Exception):  # noqa: N818 - reads as a verdict: raise Skip("why")
+    """The check does not apply here; the message says why."""
+
+
+class HarnessError(Exception):
+    """The harness could not obtain evidence (timeout, parse error, missing probe)."""
+
+
+class ProbeFailed(Exception):
+    """A tool ran and failed on the node (non-zero exit); usually the cluster's fault."""
+
+    def __init__(self, probe: dict[str, Any]):
+        self.probe = probe
+        detail = (probe.get("stderr") or probe.get("stdout") or "").strip().splitlines()
+        tail = detail[-1] if detail else "no output"
+        super().__init__(f"`{probe.get('cmd')}` exited with status {probe.get('rc')}: {tail[:300]}")
+
+
+@dataclass
+class Verdict:
+    status: str
+    summary: str
+    value: Any = None
+    unit: str | None = None
+    expected: dict[str, Any] | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """What a check function may look at: this subject's probes (or the fleet's facts) and settings."""
+
+    subject: str
+    probes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    fleet: dict[str, dict[str, Any]] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    used: list[str] = field(default_factory=list)
+    extra_artifacts: list[str] = field(default_factory=list)
+    _parsed: dict[str, Any] = field(default_factory=dict)
+
+    def probe(self, name: str) -> dict[str, Any]:
+        """The raw probe ``name``; raises Skip / HarnessError / ProbeFailed as its outcome says."""
+        probe = self.probes.get(name)
+        if probe is None:
+            raise HarnessError(f"probe {name!r} was not collected on {self.subject}")
+        if name not in self.used:
+            self.used.append(name)
+        if probe.get("timed_out"):
+            raise HarnessError(f"`{probe.get('cmd')}` timed out after {probe.get('timeout')} s")
+        if probe.get("missing"):
+            raise Skip(f"`{probe.get('tool') or probe.get('cmd')}` is not installed on {self.subject}")
+        if probe.get("rc") not in (0, None):
+            raise ProbeFailed(probe)
+        return probe
+
+    def parsed(self, name: str) -> dict[str, Any]:
+        """The probe's output parsed with its tool's parser (cached); parse errors are harness errors."""
+        if name in self._parsed:
+            return self._parsed[name]
+        probe = self.probe(name)
+        tool = probe.get("parser")
+        if not tool:
+            raise HarnessError(f"probe {name!r} names no parser")
+        try:
+            data = parse(tool, probe.get("stdout", ""))
+        except ParseError as exc:
+            raise HarnessError(f"could not parse `{probe.get('cmd')}` output: {exc}") from None
+        self._parsed[name] = data
+        return data
+
+    def limit(self, area: str, check: str) -> baselines.Limit:
+        classes = self.options.get("hardware_classes") or {}
+        return baselines.limit(area, check, classes.get(area), self.options.get("baseline_overrides"))
+
+
+def check(check_id: str) -> Callable[[CheckFn], CheckFn]:
+    """Register a check function for a catalogue id."""
+
+    def deco(fn: CheckFn) -> CheckFn:
+        catalogue.entry(check_id)  # a check without a catalogue entry is a programming error
+        _CHECKS[check_id] = fn
+        return fn
+
+    return deco
+
+
+def registered() -> dict[str, CheckFn]:
+    from clustereval.checks import audit, harness, storage  # noqa: F401 - registration side effect
+
+    return dict(_CHECKS)
+
+
+def artifact_paths(ctx: Context) -> list[str]:
+    paths = [ctx.probes[name]["artifact"] for name in ctx.used
+             if name in ctx.probes and ctx.probes[name].get("artifact")]
+    return list(dict.fromkeys(paths + ctx.extra_artifacts))
+
+
+def make_result(check_id: str, subject: str, verdict: Verdict, *, run_id: str, artifacts: list[str],
+                started: str, duration_s: float) -> dict[str, Any]:
+    meta = catalogue.entry(check_id)
+    return {
+        "run_id": run_id,
+        "check": check_id,
+        "phase": meta["phase"],
+        "domain": meta["domain"],
+        "subject": subject,
+        "status": verdict.status,
+        "value": verdict.value,
+        "unit": verdict.unit if verdict.unit is not None else meta.get("unit"),
+        "expected": verdict.expected,
+        "severity": meta["severity"],
+        "summary": verdict.summary,
+        "evidence": verdict.evidence,
+        "artifacts": artifacts,
+        "started": started,
+        "duration_s": round(duration_s, 4),
+    }
+
+
+def evaluate(check_id: str, ctx: Context, run_id: str) -> dict[str, Any]:
+    """Run one check and return its complete result; never raises for cluster-side problems."""
+    fn = registered().get(check_id)
+    started, t0 = now_iso(), time.monotonic()
+    if fn is None:
+        verdict = Verdict("error", f"no check function is registered for {check_id}")
+    else:
+        try:
+            verdict = fn(ctx)
+        except Skip as exc:
+            verdict = Verdict("skip", str(exc))
+        except HarnessError as exc:
+            verdict = Verdict("error", str(exc))
+        except ProbeFailed as exc:
+            verdict = Verdict("fail", str(exc), evidence={"rc": exc.probe.get("rc")})
+        except Exception as exc:  # a bug in a check is the harness's fault, never the cluster's
+            verdict = Verdict("error", f"check {check_id} crashed: {type(exc).__name__}: {exc}")
+    return make_result(check_id, ctx.subject, verdict, run_id=run_id, artifacts=artifact_paths(ctx),
+                       started=started, duration_s=time.monotonic() - t0)
+
+
+def is_cluster_check(check_id: str) -> bool:
+    return ".fleet." in check_id
+
+
+__all__ = ["CLUSTER_SUBJECT", "Context", "HarnessError", "ProbeFailed", "Skip", "Verdict", "check",
+           "evaluate", "registered"]

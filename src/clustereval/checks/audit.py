@@ -1,0 +1,209 @@
+"""Audit checks: GPU inventory, kernel, Slurm node state and GRES, and fleet consistency."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from clustereval import baselines
+from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
+
+GPU_PROBE = "nvidia_smi_q_x"
+KERNEL_PROBE = "uname_r"
+SLURM_NODE_PROBE = "slurm_node"
+
+
+def _gpus(ctx: Context) -> dict[str, Any]:
+    data = ctx.parsed(GPU_PROBE)
+    if not data.get("complete", True):
+        read = len(data.get("gpus") or [])
+        raise HarnessError(f"nvidia-smi -q -x output ended early (read {read} GPU(s)); "
+                           f"parser warnings: {'; '.join(data.get('warnings') or []) or 'none'}")
+    return data
+
+
+def _slurm_node(ctx: Context) -> dict[str, Any]:
+    try:
+        data = ctx.parsed(SLURM_NODE_PROBE)
+    except ProbeFailed as exc:
+        if "not found" in str(exc).lower():
+            raise Skip(f"{ctx.subject} is not a node of the Slurm cluster ({exc})") from None
+        raise
+    nodes = data.get("nodes") or []
+    if not nodes:
+        raise Skip(f"Slurm reports no node record for {ctx.subject}")
+    return nodes[0]
+
+
+@check("audit.gpu.inventory")
+def gpu_inventory(ctx: Context) -> Verdict:
+    data = _gpus(ctx)
+    gpus = data.get("gpus") or []
+    count = len(gpus)
+    models = Counter(gpu.get("name") or "unknown" for gpu in gpus)
+    evidence = {
+        "driver_version": data.get("driver_version"),
+        "cuda_version": data.get("cuda_version"),
+        "attached_gpus": data.get("attached_gpus"),
+        "models": dict(models),
+        "bus_ids": [gpu.get("bus_id") for gpu in gpus],
+    }
+    expected = ctx.options.get("expected_gpus_per_node")
+    expected_block = {"min": expected, "source": "clustereval_expected_gpus_per_node"} if expected else None
+    describe = ", ".join(f"{n} × {model}" for model, n in models.items())
+    versions = f"driver {data.get('driver_version')}, CUDA {data.get('cuda_version')}"
+    if count == 0:
+        return Verdict("fail", "nvidia-smi runs but lists no GPUs", 0, expected=expected_block,
+                       evidence=evidence)
+    if expected and count != int(expected):
+        return Verdict("fail", f"{count} GPU(s) visible where {expected} are expected: {describe}",
+                       count, expected=expected_block, evidence=evidence)
+    attached = data.get("attached_gpus")
+    if attached is not None and int(attached) != count:
+        return Verdict("warn", f"nvidia-smi says {attached} GPUs are attached but describes {count}",
+                       count, expected=expected_block, evidence=evidence)
+    if len(models) > 1:
+        return Verdict("warn", f"mixed GPU models in one node: {describe}", count,
+                       expected=expected_block, evidence=evidence)
+    return Verdict("pass", f"{describe}; {versions}", count, expected=expected_block, evidence=evidence)
+
+
+@check("audit.os.kernel")
+def kernel(ctx: Context) -> Verdict:
+    release = ctx.probe(KERNEL_PROBE).get("stdout", "").strip()
+    if not release or not baselines.version_key(release):
+        raise HarnessError(f"`uname -r` printed no kernel version: {release[:80]!r}")
+    lim = ctx.limit("software", "audit.os.kernel")
+    status = baselines.grade(release, lim)
+    summary = {
+        "pass": f"kernel {release}",
+        "warn": f"kernel {release} is older than {lim.warn}",
+        "fail": f"kernel {release} is older than {lim.fail}, below what current GPU drivers support",
+    }[status]
+    return Verdict(status, summary, release, expected=lim.expected(), evidence={"release": release})
+
+
+@check("audit.slurm.node_state")
+def slurm_node_state(ctx: Context) -> Verdict:
+    node = _slurm_node(ctx)
+    state = node.get("state_raw") or node.get("state")
+    evidence = {key: node.get(key) for key in ("name", "state", "state_raw", "flags", "reason")}
+    flags = {str(flag).upper() for flag in node.get("flags") or []}
+    reason = f" (reason: {node['reason']})" if node.get("reason") else ""
+    if node.get("down") or "DOWN" in flags or str(node.get("state", "")).lower() == "down":
+        return Verdict("fail", f"Slurm has {node.get('name')} DOWN{reason}", state, evidence=evidence)
+    if node.get("drain") or flags & {"DRAIN", "DRAINED", "DRAINING"}:
+        return Verdict("fail", f"Slurm has {node.get('name')} drained{reason}", state, evidence=evidence)
+    if node.get("not_responding") or "NOT_RESPONDING" in flags:
+        return Verdict("warn", f"slurmctld cannot reach slurmd on {node.get('name')}", state, evidence=evidence)
+    suspect = flags & {"FAIL", "MAINT", "REBOOT_REQUESTED", "REBOOT_ISSUED", "INVALID", "INVALID_REG"}
+    if suspect:
+        return Verdict("warn", f"Slurm flags {', '.join(sorted(suspect))} on {node.get('name')}{reason}",
+                       state, evidence=evidence)
+    return Verdict("pass", f"Slurm node {node.get('name')} is {state}", state, evidence=evidence)
+
+
+@check("audit.slurm.gres")
+def slurm_gres(ctx: Context) -> Verdict:
+    node = _slurm_node(ctx)
+    slurm_gpus = node.get("gres_gpus")
+    try:
+        visible = len(_gpus(ctx).get("gpus") or [])
+    except Skip:
+        visible = 0
+    evidence = {"slurm_gres": node.get("gres"), "slurm_gpus": slurm_gpus, "nvidia_smi_gpus": visible}
+    expected = {"equals": visible, "source": "nvidia-smi -q -x"}
+    if not slurm_gpus and not visible:
+        raise Skip(f"no GPUs on {ctx.subject} in either Slurm or nvidia-smi")
+    if slurm_gpus is None:
+        return Verdict("fail", f"Slurm declares no gpu GRES on {ctx.subject} but nvidia-smi sees {visible}",
+                       0, expected=expected, evidence=evidence)
+    if int(slurm_gpus) != visible:
+        more = "more" if int(slurm_gpus) > visible else "fewer"
+        return Verdict("fail", f"Slurm declares {slurm_gpus} GPUs ({node.get('gres')}), {more} than the "
+                       f"{visible} nvidia-smi sees", slurm_gpus, expected=expected, evidence=evidence)
+    return Verdict("pass", f"Slurm GRES {node.get('gres')} matches the {visible} GPUs nvidia-smi sees",
+                   slurm_gpus, expected=expected, evidence=evidence)
+
+
+def host_facts(ctx: Context) -> dict[str, Any]:
+    """Small per-host facts the fleet checks compare (each None with a reason when unavailable)."""
+    facts: dict[str, Any] = {"problems": {}}
+    try:
+        data = _gpus(ctx)
+        gpus = data.get("gpus") or []
+        facts.update(gpu_count=len(gpus), gpu_models=sorted({g.get("name") or "unknown" for g in gpus}),
+                     driver_version=data.get("driver_version"), cuda_version=data.get("cuda_version"))
+    except Skip as exc:
+        facts.update(gpu_count=0, gpu_models=[], driver_version=None, cuda_version=None)
+        facts["problems"]["gpu"] = str(exc)
+    except (HarnessError, ProbeFailed) as exc:
+        facts["problems"]["gpu"] = str(exc)
+    try:
+        facts["kernel"] = ctx.probe(KERNEL_PROBE).get("stdout", "").strip() or None
+    except (Skip, HarnessError, ProbeFailed) as exc:
+        facts["problems"]["kernel"] = str(exc)
+    facts["artifacts"] = {name: ctx.probes[name].get("artifact") for name in (GPU_PROBE, KERNEL_PROBE)
+                          if name in ctx.probes}
+    return facts
+
+
+def _odd_ones(values: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The majority value and the hosts that differ from it."""
+    counted = Counter(repr(v) for v in values.values())
+    majority_repr = counted.most_common(1)[0][0]
+    majority = next(v for v in values.values() if repr(v) == majority_repr)
+    return majority, {host: v for host, v in values.items() if repr(v) != majority_repr}
+
+
+def _fleet(ctx: Context, key: str) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Per-host ``key`` values, the hosts without the fact, and the artifacts the values came from."""
+    values, missing, artifacts = {}, [], []
+    for host, facts in sorted(ctx.fleet.items()):
+        if not facts or facts.get(key) is None:
+            missing.append(host)
+            continue
+        values[host] = facts[key]
+        artifacts.extend(a for a in (facts.get("artifacts") or {}).values() if a)
+    return values, missing, artifacts
+
+
+@check("audit.fleet.gpu_consistency")
+def fleet_gpu_consistency(ctx: Context) -> Verdict:
+    counts, missing, artifacts = _fleet(ctx, "gpu_count")
+    ctx.extra_artifacts.extend(artifacts)
+    if len(counts) < 2:
+        raise Skip(f"fewer than two nodes reported a GPU inventory (not assessed: {', '.join(missing) or '-'})")
+    evidence: dict[str, Any] = {"nodes_assessed": len(counts), "not_assessed": missing}
+    findings: list[str] = []
+    levels: set[str] = set()
+    for key, label, severity in (("gpu_count", "GPU count", "fail"), ("gpu_models", "GPU model", "fail"),
+                                 ("driver_version", "driver", "warn"), ("cuda_version", "CUDA", "warn")):
+        values, _, _ = _fleet(ctx, key)
+        if not values:
+            continue
+        majority, odd = _odd_ones(values)
+        evidence[key] = {"fleet": majority, "odd_nodes": odd}
+        if odd:
+            findings.append(f"{label} differs on {', '.join(f'{h} ({v})' for h, v in odd.items())} "
+                            f"from the fleet's {majority}")
+            levels.add(severity)
+    majority_count, _ = _odd_ones(counts)
+    if findings:
+        return Verdict("fail" if "fail" in levels else "warn", "; ".join(findings), len(counts), evidence=evidence)
+    return Verdict("pass", f"{len(counts)} nodes agree: {majority_count} GPUs each, same model, driver and CUDA",
+                   len(counts), evidence=evidence)
+
+
+@check("audit.fleet.kernel_consistency")
+def fleet_kernel_consistency(ctx: Context) -> Verdict:
+    kernels, missing, artifacts = _fleet(ctx, "kernel")
+    ctx.extra_artifacts.extend(artifacts)
+    if len(kernels) < 2:
+        raise Skip(f"fewer than two nodes reported a kernel (not assessed: {', '.join(missing) or '-'})")
+    majority, odd = _odd_ones(kernels)
+    evidence = {"fleet": majority, "odd_nodes": odd, "not_assessed": missing}
+    if odd:
+        return Verdict("warn", f"kernel differs on {', '.join(f'{h} ({v})' for h, v in odd.items())} "
+                       f"from the fleet's {majority}", len(set(kernels.values())), evidence=evidence)
+    return Verdict("pass", f"{len(kernels)} nodes run kernel {majority}", 1, evidence=evidence)

@@ -1,0 +1,207 @@
+"""Reports of a run directory: ``report.md``, ``junit.xml`` and a self-contained ``report.html``.
+
+Every report is rendered from files already in the run directory (``results.jsonl``, ``run.json``,
+the rubric and the check catalogue), never from the cluster, so ``clustereval report DIR`` can
+re-render a saved run at any time. Every line points at a check result and its raw artifacts
+(paths relative to the run directory).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from clustereval import results as results_mod
+from clustereval.scoring import load_catalogue, read_run_info, score_run, write_atomic
+
+REPORT_MD = "report.md"
+JUNIT_XML = "junit.xml"
+REPORT_HTML = "report.html"
+
+# Worst first: a reader scanning a report meets the problems before the passes.
+STATUS_ORDER = {"fail": 0, "error": 1, "warn": 2, "skip": 3, "pass": 4}
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def clean_text(value: Any) -> str:
+    """Text safe for any report format: control characters shown as ``\\xNN`` instead of dropped."""
+    text = "" if value is None else str(value)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def one_line(value: Any) -> str:
+    """``clean_text`` on a single line (table cells, terminal)."""
+    return " ".join(clean_text(value).split())
+
+
+def format_value(result: dict[str, Any]) -> str:
+    """The measured value with its unit, or '' when the check measured nothing numeric."""
+    value = result.get("value")
+    if value is None or value == "":
+        return ""
+    if isinstance(value, float):
+        text = f"{value:.6g}" if math.isfinite(value) else str(value)
+    elif isinstance(value, dict | list):
+        text = (
+            ", ".join(f"{k}={v}" for k, v in value.items())
+            if isinstance(value, dict)
+            else ", ".join(map(str, value))
+        )
+    else:
+        text = str(value)
+    unit = result.get("unit")
+    return one_line(f"{text} {unit}" if unit else text)
+
+
+def format_expected(expected: Any) -> str:
+    """An ``expected`` mapping as 'min 360.0, max 400 (source: baselines/b200.yml)'."""
+    if expected is None or expected == "":
+        return ""
+    if not isinstance(expected, dict):
+        return one_line(expected)
+    parts = [f"{k} {v}" for k, v in expected.items() if k != "source"]
+    text = ", ".join(parts)
+    if expected.get("source"):
+        text = f"{text} (source: {expected['source']})" if text else f"source: {expected['source']}"
+    return one_line(text)
+
+
+def artifact_links(result: dict[str, Any], run_dir: Path) -> list[tuple[str, bool]]:
+    """Artifacts of a result as (path relative to the run dir, exists in the run dir)."""
+    out = []
+    for raw in result.get("artifacts") or []:
+        path = Path(str(raw))
+        if path.is_absolute():
+            try:
+                path = path.relative_to(run_dir.resolve())
+            except ValueError:
+                out.append((clean_text(raw), path.exists()))
+                continue
+        out.append((clean_text(path.as_posix()), (run_dir / path).exists()))
+    return out
+
+
+def check_title(check: str, catalogue: dict[str, Any] | None, result: dict[str, Any] | None = None) -> str:
+    """Human title of a check: the catalogue's, else one carried by the result, else the id."""
+    entry = (catalogue or {}).get(check) or {}
+    return one_line(entry.get("title") or (result or {}).get("title") or check)
+
+
+def group_by_check(results: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Results grouped per check, the check with the worst status first, subjects worst first."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        groups.setdefault(str(result.get("check")), []).append(result)
+    ordered = []
+    for check, members in groups.items():
+        members.sort(key=lambda r: (STATUS_ORDER.get(r.get("status"), 1), str(r.get("subject"))))
+        ordered.append((check, members))
+    ordered.sort(key=lambda item: (STATUS_ORDER.get(item[1][0].get("status"), 1), item[0]))
+    return ordered
+
+
+def anchor(check: str) -> str:
+    """A stable HTML/Markdown anchor id for a check."""
+    return "check-" + re.sub(r"[^a-z0-9_-]+", "-", check.lower()).strip("-")
+
+
+def _short_list(items: list[str], limit: int = 3) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" +{len(items) - limit} more" if len(items) > limit else "")
+
+
+def cap_phrase(cap: dict[str, Any]) -> str:
+    """'1 critical fail (audit.fleet.gpu_consistency)' — one applied cap, for terminals and headers."""
+    triggers = cap.get("triggers") or []
+    if cap.get("id") == "unreachable_nodes":
+        hosts = sorted({t["subject"] for t in triggers})
+        return f"{len(hosts)} {cap.get('label', 'unreachable node')} ({_short_list(hosts)})"
+    if not triggers or str(cap.get("id", "")).startswith(("coverage", "categories")):
+        return f"{cap.get('label', cap.get('id'))} ({cap.get('detail', '')})"
+    checks = sorted({t["check"] for t in triggers})
+    return f"{len(triggers)} {cap.get('label', cap.get('id'))} ({_short_list(checks)})"
+
+
+def summary_line(score: dict[str, Any]) -> str:
+    """One terminal line: tier, score, counts by status, and what capped the tier."""
+    counts = score.get("counts") or {}
+    count_text = ", ".join(f"{counts.get(s, 0)} {s}" for s in results_mod.STATUSES)
+    value = score.get("score")
+    score_text = f"score {value:.1f}/100" if isinstance(value, int | float) else "unrated: nothing measured"
+    line = f"Tier: {score.get('tier')} ({score_text}) — {count_text}"
+    binding = [c for c in score.get("caps_applied") or [] if c.get("limits_tier")]
+    if binding:
+        line += "; capped by: " + "; ".join(cap_phrase(c) for c in binding)
+    unreachable = (score.get("subjects") or {}).get("unreachable") or []
+    if unreachable and not any(c.get("id") == "unreachable_nodes" for c in binding):
+        line += f"; unreachable: {_short_list(unreachable)}"
+    return one_line(line)
+
+
+def hosts_summary(view: dict[str, Any]) -> str:
+    """'4 in inventory, 3 with results, 1 unreachable' for report headers."""
+    inventory = view["run"].get("inventory") if isinstance(view["run"].get("inventory"), dict) else {}
+    subjects = view["score"].get("subjects") or {}
+    return (
+        f"{len(inventory.get('hosts') or [])} in inventory, {len(subjects.get('hosts') or [])} with results, "
+        f"{len(subjects.get('unreachable') or [])} unreachable"
+    )
+
+
+def build_view(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Everything a renderer needs, read from the run directory; (re)writes ``score.json``."""
+    run_dir = Path(run_dir)
+    catalogue, _ = load_catalogue()
+    score = score_run(run_dir, catalogue=catalogue)
+    loaded, _ = results_mod.load(run_dir)
+    info, _ = read_run_info(run_dir)
+    return {
+        "run_dir": run_dir,
+        "score": score,
+        "results": results_mod.latest(loaded),
+        "run": info,
+        "catalogue": catalogue,
+        "warnings": list(score.get("load_warnings") or []),
+    }
+
+
+def render_all(run_dir: str | os.PathLike[str]) -> list[Path]:
+    """(Re)score a run directory and write ``report.md``, ``junit.xml`` and ``report.html``.
+
+    Tolerates a missing ``run.json``, a missing catalogue and a torn ``results.jsonl`` (each becomes
+    a warning inside the reports). Returns the paths written.
+    """
+    from clustereval.report import html, junit, markdown
+
+    view = build_view(run_dir)
+    run_dir = Path(run_dir)
+    written = []
+    for name, render in ((REPORT_MD, markdown.render), (JUNIT_XML, junit.render), (REPORT_HTML, html.render)):
+        path = run_dir / name
+        write_atomic(path, render(view))
+        written.append(path)
+    return written
+
+
+__all__ = [
+    "JUNIT_XML",
+    "REPORT_HTML",
+    "REPORT_MD",
+    "STATUS_ORDER",
+    "artifact_links",
+    "build_view",
+    "cap_phrase",
+    "check_title",
+    "clean_text",
+    "format_expected",
+    "format_value",
+    "group_by_check",
+    "hosts_summary",
+    "one_line",
+    "render_all",
+    "summary_line",
+]

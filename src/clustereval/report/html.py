@@ -1,0 +1,238 @@
+"""``report.html``: the same content as ``report.md`` in one self-contained file (inline CSS, no
+scripts, no external resources), so it can be mailed or archived alongside the run directory.
+Checks whose every subject passed are folded (``<details>``) to keep problems in view.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from clustereval import results as results_mod
+from clustereval.report import (
+    anchor,
+    artifact_links,
+    cap_phrase,
+    check_title,
+    clean_text,
+    format_expected,
+    format_value,
+    group_by_check,
+    hosts_summary,
+)
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:75rem;padding:0 1rem;color:#222}
+table{border-collapse:collapse;margin:.5rem 0 1rem}td,th{border:1px solid #ccc;padding:.25rem .5rem;
+text-align:left;vertical-align:top}th{background:#f3f3f3}.tier{font-size:1.6rem;font-weight:700}
+.s-pass{color:#176f2c}.s-warn{color:#8a5a00}.s-fail{color:#b00020;font-weight:700}
+.s-error{color:#6a1b9a;font-weight:700}.s-skip{color:#666}.alert{border-left:4px solid #b00020;
+background:#fdecee;padding:.5rem 1rem}.warn{border-left:4px solid #8a5a00;background:#fff6e0;
+padding:.5rem 1rem}code{background:#f3f3f3;padding:0 .2rem}.missing{color:#b00020}
+"""
+
+
+def esc(value: Any) -> str:
+    """HTML-escaped text with control characters made visible."""
+    return escape(clean_text(value))
+
+
+def _status(status: Any) -> str:
+    return f'<span class="s-{esc(status)}">{esc(status)}</span>'
+
+
+def _artifacts(result: dict[str, Any], run_dir: Path) -> str:
+    links = [
+        f'<a href="{escape(path, quote=True)}">{esc(path)}</a>'
+        + ("" if ok else ' <span class="missing">(missing)</span>')
+        for path, ok in artifact_links(result, run_dir)
+    ]
+    return "<br>".join(links) or "—"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _header(view: dict[str, Any]) -> str:
+    score, run = view["score"], view["run"]
+    value = score.get("score")
+    score_text = f"score {value:.1f}/100" if value is not None else "unrated (nothing measured)"
+    versions = run.get("versions") if isinstance(run.get("versions"), dict) else {}
+    counts = score.get("counts") or {}
+    rows = [
+        ["Run", esc(run.get("run_id") or "unknown (no run.json)")],
+        ["Started → ended", f"{esc(run.get('started') or '?')} → {esc(run.get('ended') or 'not finished')}"],
+        ["Phases", esc(", ".join(map(str, run.get("phases") or [])) or "unknown")],
+        ["Hosts", hosts_summary(view)],
+        [
+            "Versions",
+            f"clustereval {esc(versions.get('clustereval') or '?')}, "
+            f"ansible-core {esc(versions.get('ansible_core') or '?')}",
+        ],
+        ["Results", ", ".join(f"{counts.get(s, 0)} {_status(s)}" for s in results_mod.STATUSES)],
+        ["Coverage", f"{score.get('coverage', 0):.0%} of results have a verdict (not skip/error)"],
+    ]
+    out = [
+        f"<h1>clustereval report: {esc(run.get('run_id') or view['run_dir'].name)}</h1>",
+        f'<p class="tier">Tier: {esc(score["tier"])}</p>',
+        f"<p>{score_text} · before caps: {esc(score.get('tier_before_caps') or 'unrated')}</p>",
+        _table(["", ""], rows),
+    ]
+    if view["warnings"]:
+        items = "".join(f"<li>{esc(w)}</li>" for w in view["warnings"])
+        out.append(
+            f'<div class="warn"><strong>Warnings about this run\'s files</strong><ul>{items}</ul></div>'
+        )
+    return "\n".join(out)
+
+
+def _unreachable(view: dict[str, Any]) -> str:
+    subjects = view["score"].get("subjects") or {}
+    unreachable = subjects.get("unreachable") or []
+    silent = subjects.get("without_results") or []
+    if not unreachable and not silent:
+        return ""
+    by_host = {
+        r.get("subject"): r
+        for r in view["results"]
+        if r.get("check") == "harness.node.reachable" and r.get("status") == "fail"
+    }
+    rows = [
+        [esc(h), esc(by_host.get(h, {}).get("summary", "")), _artifacts(by_host.get(h, {}), view["run_dir"])]
+        for h in unreachable
+    ]
+    out = ['<h2>Unreachable nodes</h2><div class="alert">']
+    if unreachable:
+        out.append(
+            f"<p><strong>{len(unreachable)} node(s) unreachable.</strong> The other nodes finished; results "
+            "already written for these nodes are kept. Checks that never ran on them have no results.</p>"
+        )
+        out.append(_table(["host", "what the harness saw", "artifacts"], rows))
+    if silent:
+        out.append(
+            f"<p><strong>In the inventory but without any result:</strong> {esc(', '.join(silent))}</p>"
+        )
+    out.append("</div>")
+    return "\n".join(out)
+
+
+def _why(view: dict[str, Any]) -> str:
+    score = view["score"]
+    items = [f"<li>{esc(s)}</li>" for s in score.get("explanation") or []]
+    binding = [c for c in score.get("caps_applied") or [] if c.get("limits_tier")]
+    if binding:
+        items.append(f"<li>Capped by: {esc('; '.join(cap_phrase(c) for c in binding))}</li>")
+    out = ["<h2>Why this tier</h2>", "<ul>" + "".join(items) + "</ul>"]
+    movers = score.get("movers") or []
+    if movers:
+        by_key = {(r.get("check"), r.get("subject")): r for r in view["results"]}
+        rows = [
+            [
+                f'<a href="#{anchor(m["check"])}"><code>{esc(m["check"])}</code></a>',
+                esc(m["subject"]),
+                _status(m["status"]),
+                esc(m["severity"]),
+                f"{m['points_lost']:.2f}",
+                esc(", ".join(m.get("caps") or [])) or "—",
+                esc(m.get("summary")),
+                _artifacts(by_key.get((m["check"], m["subject"]), m), view["run_dir"]),
+            ]
+            for m in movers
+        ]
+        out += [
+            "<h3>Results that moved the tier</h3>",
+            _table(
+                ["check", "subject", "status", "severity", "points lost", "caps", "summary", "artifacts"],
+                rows,
+            ),
+        ]
+    return "\n".join(out)
+
+
+def _categories(view: dict[str, Any]) -> str:
+    rows = []
+    for name, cat in (view["score"].get("categories") or {}).items():
+        counts = cat.get("counts") or {}
+        rows.append(
+            [
+                esc(cat.get("title", name)),
+                esc(cat.get("weight")),
+                f"{cat['score']:.1f}" if cat.get("measured") else "not measured",
+                *[str(counts.get(s, 0)) for s in results_mod.STATUSES],
+            ]
+        )
+    return "<h2>Categories</h2>\n" + _table(["category", "weight", "score", *results_mod.STATUSES], rows)
+
+
+def _checks(view: dict[str, Any]) -> str:
+    catalogue = view["catalogue"]
+    out = ["<h2>Results by check</h2>"]
+    if not view["results"]:
+        out.append("<p>No check results were recorded.</p>")
+    for check, members in group_by_check(view["results"]):
+        first = members[0]
+        entry = (catalogue or {}).get(check) or {}
+        rows = [
+            [
+                esc(r.get("subject")),
+                _status(r.get("status")),
+                esc(format_value(r)) or "—",
+                esc(format_expected(r.get("expected"))) or "—",
+                esc(r.get("summary")),
+                _artifacts(r, view["run_dir"]),
+            ]
+            for r in members
+        ]
+        body = [
+            f"<p><em>{esc(first.get('phase', '?'))} · {esc(first.get('domain', '?'))} · "
+            f"severity {esc(first.get('severity', '?'))}</em></p>"
+        ]
+        if entry.get("why"):
+            body.append(f"<p>Why it matters: {esc(entry['why'])}</p>")
+        if entry.get("fix") and any(r.get("status") in ("fail", "warn") for r in members):
+            body.append(f"<p>How to fix: {esc(entry['fix'])}</p>")
+        body.append(_table(["subject", "status", "value", "expected", "summary", "artifacts"], rows))
+        title = f"{esc(check_title(check, catalogue, first))} (<code>{esc(check)}</code>)"
+        if all(r.get("status") == "pass" for r in members):
+            out.append(
+                f'<details id="{anchor(check)}"><summary>{title} — '
+                f"pass on {len(members)} subject(s)</summary>" + "".join(body) + "</details>"
+            )
+        else:
+            out.append(f'<h3 id="{anchor(check)}">{title}</h3>' + "".join(body))
+    return "\n".join(out)
+
+
+def _skips_and_errors(view: dict[str, Any]) -> str:
+    rows = [
+        [
+            f'<a href="#{anchor(str(r.get("check")))}"><code>{esc(r.get("check"))}</code></a>',
+            esc(r.get("subject")),
+            _status(r.get("status")),
+            esc(r.get("summary")) or "(no reason given)",
+        ]
+        for r in sorted(view["results"], key=lambda r: (r.get("status") != "error", str(r.get("check"))))
+        if r.get("status") in ("skip", "error")
+    ]
+    if not rows:
+        return ""
+    return (
+        "<h2>Skips and errors</h2><p><code>error</code> means the harness failed, never the cluster; "
+        "both lower coverage, not the score.</p>" + _table(["check", "subject", "status", "reason"], rows)
+    )
+
+
+def render(view: dict[str, Any]) -> str:
+    """The self-contained HTML report for a view built by ``clustereval.report.build_view``."""
+    title = esc(view["run"].get("run_id") or view["run_dir"].name)
+    sections = [_header(view), _unreachable(view), _why(view), _categories(view), _checks(view)]
+    sections.append(_skips_and_errors(view))
+    body = "\n".join(s for s in sections if s)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>clustereval {title}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
+    )

@@ -1,0 +1,112 @@
+"""``junit.xml``: one ``<testsuite>`` per phase, one ``<testcase>`` per check result, for CI dashboards.
+
+Mapping (JUnit has no "warn"): fail -> ``<failure>``, error -> ``<error>`` (the harness failed),
+skip -> ``<skipped message=reason>``, warn -> a passing testcase whose ``<system-out>`` starts with
+``WARN:`` so CI stays green on advisories while the text remains searchable; pass -> passing testcase.
+Every testcase's ``<system-out>`` carries value, expected and artifact paths (relative to the run dir).
+The tier and score are ``<properties>`` of the root. Control characters in any text are escaped
+(``\\xNN``) so the document is always well-formed XML 1.0.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from clustereval.report import artifact_links, check_title, clean_text, format_expected, format_value
+
+_SUITE_ORDER = ("audit", "performance", "reliability")
+
+
+def _seconds(result: dict[str, Any]) -> str:
+    try:
+        return f"{max(0.0, float(result.get('duration_s') or 0.0)):.3f}"
+    except (TypeError, ValueError):
+        return "0.000"
+
+
+def _details(result: dict[str, Any], view: dict[str, Any]) -> str:
+    lines = []
+    if result.get("status") == "warn":
+        lines.append(f"WARN: {clean_text(result.get('summary'))}")
+    else:
+        lines.append(f"{str(result.get('status')).upper()}: {clean_text(result.get('summary'))}")
+    if format_value(result):
+        lines.append(f"value: {format_value(result)}")
+    if format_expected(result.get("expected")):
+        lines.append(f"expected: {format_expected(result.get('expected'))}")
+    lines.append(f"severity: {clean_text(result.get('severity'))}")
+    links = artifact_links(result, view["run_dir"])
+    if links:
+        lines.append("artifacts: " + ", ".join(p + ("" if ok else " (missing)") for p, ok in links))
+    return "\n".join(lines)
+
+
+def _testcase(suite: ET.Element, result: dict[str, Any], view: dict[str, Any]) -> None:
+    status = result.get("status")
+    case = ET.SubElement(
+        suite,
+        "testcase",
+        {
+            "classname": clean_text(result.get("check")),
+            "name": clean_text(result.get("subject")),
+            "time": _seconds(result),
+        },
+    )
+    summary = clean_text(result.get("summary"))
+    message = f"{check_title(str(result.get('check')), view['catalogue'], result)}: {summary}"
+    if status == "fail":
+        node = ET.SubElement(
+            case, "failure", {"message": message, "type": clean_text(result.get("severity"))}
+        )
+        node.text = _details(result, view)
+    elif status == "skip":
+        ET.SubElement(case, "skipped", {"message": summary or "no reason given"})
+    elif status not in ("pass", "warn"):
+        # error, or any status outside the contract: the harness did not produce a verdict
+        node = ET.SubElement(case, "error", {"message": message, "type": "harness"})
+        node.text = _details(result, view)
+    ET.SubElement(case, "system-out").text = _details(result, view)
+
+
+def render(view: dict[str, Any]) -> str:
+    """The JUnit XML document for a view built by ``clustereval.report.build_view``."""
+    score, run = view["score"], view["run"]
+    root = ET.Element(
+        "testsuites", {"name": f"clustereval {clean_text(run.get('run_id') or view['run_dir'].name)}"}
+    )
+    props = ET.SubElement(root, "properties")
+    for key, value in (
+        ("tier", score.get("tier")),
+        ("score", score.get("score")),
+        ("tier_before_caps", score.get("tier_before_caps")),
+        ("unreachable", ",".join((score.get("subjects") or {}).get("unreachable") or [])),
+    ):
+        ET.SubElement(props, "property", {"name": key, "value": clean_text("" if value is None else value)})
+
+    phases: dict[str, list[dict[str, Any]]] = {}
+    for result in view["results"]:
+        phases.setdefault(str(result.get("phase") or "unknown"), []).append(result)
+    order = sorted(
+        phases, key=lambda p: (_SUITE_ORDER.index(p) if p in _SUITE_ORDER else len(_SUITE_ORDER), p)
+    )
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for phase in order:
+        members = sorted(phases[phase], key=lambda r: (str(r.get("check")), str(r.get("subject"))))
+        stats = {
+            "tests": len(members),
+            "failures": sum(1 for r in members if r.get("status") == "fail"),
+            "errors": sum(1 for r in members if r.get("status") not in ("pass", "warn", "fail", "skip")),
+            "skipped": sum(1 for r in members if r.get("status") == "skip"),
+        }
+        for key in totals:
+            totals[key] += stats[key]
+        suite = ET.SubElement(
+            root, "testsuite", {"name": clean_text(phase), **{k: str(v) for k, v in stats.items()}}
+        )
+        for result in members:
+            _testcase(suite, result, view)
+    for key, value in totals.items():
+        root.set(key, str(value))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

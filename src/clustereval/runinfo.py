@@ -1,0 +1,71 @@
+"""Run-directory bookkeeping shared by the Ansible plugins and the CLI (``run.json``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SECRET_WORDS = re.compile(r"pass|secret|token|key|credential|auth", re.I)
+
+
+def timestamp(moment: datetime | None = None) -> str:
+    return (moment or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+
+
+def default_run_dir(playbook_dir: str | os.PathLike[str], moment: datetime | None = None) -> str:
+    """``runs/<timestamp>`` in the checkout (the parent of ``playbooks/``)."""
+    base = Path(playbook_dir).resolve()
+    root = base.parent if base.name == "playbooks" else base
+    return str(root / "runs" / timestamp(moment))
+
+
+def write_json(path: str | os.PathLike[str], data: Any) -> None:
+    """Write JSON atomically (tmp file + rename) so a crash never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, sort_keys=True, default=str)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def safe_options(task_vars: dict[str, Any]) -> dict[str, Any]:
+    """The ``clustereval_*`` settings of this run, minus anything that looks like a secret."""
+    out: dict[str, Any] = {}
+    for name, value in task_vars.items():
+        if not name.startswith("clustereval_") or name in ("clustereval_run_dir", "clustereval_run_id"):
+            continue
+        if SECRET_WORDS.search(name):
+            out[name] = "<redacted>"
+            continue
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            value = str(value)
+        out[name] = value
+    return out
+
+
+def inventory_summary(task_vars: dict[str, Any], targets: list[str]) -> dict[str, Any]:
+    groups = {name: sorted(hosts) for name, hosts in (task_vars.get("groups") or {}).items()
+              if name != "all"}
+    return {"hosts": sorted(targets) or sorted((task_vars.get("groups") or {}).get("all", [])),
+            "groups": groups, "inventory_sources": list(task_vars.get("ansible_inventory_sources") or [])}
+
+
+def mark_ended(run_dir: str | os.PathLike[str], **extra: Any) -> None:
+    """Record the end time (and e.g. the ansible stats) in ``run.json``."""
+    path = Path(run_dir) / "run.json"
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        info = {}
+    info["ended"] = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    info.update(extra)
+    write_json(path, info)

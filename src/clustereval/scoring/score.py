@@ -1,0 +1,464 @@
+"""Turn check results into a score (0–100) and a tier, explained by the results that moved it.
+
+The rubric (``rubric.yml``, data) decides everything numeric: points per status, weight per
+severity, categories and the result domains they cover, tier thresholds and caps. This module only
+applies it, so later issues deepen scoring by editing data, not code. See ``docs/scoring.md``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clustereval import results as results_mod
+
+DEFAULT_RUBRIC = Path(__file__).with_name("rubric.yml")
+SCORE_FILE = "score.json"
+RUN_FILE = "run.json"
+REACHABILITY_CHECK = "harness.node.reachable"
+VERDICTS = ("pass", "warn", "fail")
+
+_RESULT_MATCH_KEYS = {"status", "severity", "domain", "check", "phase"}
+_AGGREGATE_KEYS = {"unreachable_nodes_at_least", "coverage_below", "measured_weight_below"}
+
+
+def rubric_problems(rubric: Any) -> list[str]:
+    """What is wrong with a rubric mapping (empty when it can be applied)."""
+    if not isinstance(rubric, dict):
+        return ["a rubric must be a mapping"]
+    out: list[str] = []
+    for key in ("status_points", "severity_weights", "categories", "tiers", "caps"):
+        if key not in rubric:
+            out.append(f"missing key {key!r}")
+    if out:
+        return out
+    for status in VERDICTS:
+        if not isinstance(rubric["status_points"].get(status), int | float):
+            out.append(f"status_points.{status} must be a number")
+    for severity in results_mod.SEVERITIES:
+        if not isinstance(rubric["severity_weights"].get(severity), int | float):
+            out.append(f"severity_weights.{severity} must be a number")
+    tier_names = [t.get("name") for t in rubric["tiers"] if isinstance(t, dict)]
+    if len(tier_names) != len(rubric["tiers"]) or not tier_names:
+        out.append("tiers must be a non-empty list of {name, min}")
+    mins = [t.get("min") for t in rubric["tiers"] if isinstance(t, dict)]
+    if any(not isinstance(m, int | float) for m in mins) or mins != sorted(mins, reverse=True):
+        out.append("tiers must be ordered best first with numeric, non-increasing min")
+    seen_domains: dict[str, str] = {}
+    for name, cat in (rubric["categories"] or {}).items():
+        if not isinstance(cat, dict) or not isinstance(cat.get("weight"), int | float) or cat["weight"] < 0:
+            out.append(f"category {name!r} needs a non-negative numeric weight")
+            continue
+        for domain in cat.get("domains") or []:
+            if domain in seen_domains:
+                out.append(f"domain {domain!r} is in both {seen_domains[domain]!r} and {name!r}")
+            seen_domains[domain] = name
+    if rubric.get("unrated_tier") is not None and rubric["unrated_tier"] not in tier_names:
+        out.append(f"unrated_tier {rubric['unrated_tier']!r} is not a tier")
+    for idx, cap in enumerate(rubric["caps"] or []):
+        label = cap.get("id", idx) if isinstance(cap, dict) else idx
+        if not isinstance(cap, dict) or not isinstance(cap.get("when"), dict) or not cap["when"]:
+            out.append(f"cap {label}: needs a non-empty 'when' mapping")
+            continue
+        if cap.get("cap") not in tier_names:
+            out.append(f"cap {label}: cap {cap.get('cap')!r} is not a tier")
+        keys = set(cap["when"])
+        unknown = keys - _RESULT_MATCH_KEYS - _AGGREGATE_KEYS
+        if unknown:
+            out.append(f"cap {label}: unknown condition(s) {', '.join(sorted(unknown))}")
+        if keys & _AGGREGATE_KEYS and (len(keys) > 1):
+            out.append(f"cap {label}: an aggregate condition must stand alone")
+    return out
+
+
+def load_rubric(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Load a rubric YAML (the packaged default when ``path`` is None) and validate it.
+
+    Raises ``ValueError`` naming every problem when the rubric cannot be applied.
+    """
+    source = Path(path) if path is not None else DEFAULT_RUBRIC
+    with open(source, encoding="utf-8") as fh:
+        rubric = yaml.safe_load(fh)
+    problems = rubric_problems(rubric)
+    if problems:
+        raise ValueError(f"rubric {source}: " + "; ".join(problems))
+    rubric = dict(rubric)
+    rubric["path"] = "packaged:clustereval/scoring/rubric.yml" if path is None else str(source)
+    return rubric
+
+
+def tier_for_score(score: float | None, rubric: dict[str, Any]) -> str | None:
+    """The best tier whose ``min`` the score meets; None when there is no score."""
+    if score is None:
+        return None
+    for tier in rubric["tiers"]:
+        if score >= tier["min"]:
+            return tier["name"]
+    return rubric["tiers"][-1]["name"]
+
+
+def _tier_rank(rubric: dict[str, Any]) -> dict[str, int]:
+    """Tier name -> rank, 0 the best."""
+    return {tier["name"]: idx for idx, tier in enumerate(rubric["tiers"])}
+
+
+def _domain_of(result: dict[str, Any], catalogue: dict[str, Any] | None) -> str:
+    if result.get("domain"):
+        return str(result["domain"])
+    entry = (catalogue or {}).get(result.get("check")) or {}
+    return str(entry.get("domain") or str(result.get("check", "")).split(".")[0] or "unknown")
+
+
+def _normalised(result: dict[str, Any], catalogue: dict[str, Any] | None, notes: list[str]) -> dict[str, Any]:
+    """A copy with status, severity and domain guaranteed valid; a broken result counts as error."""
+    out = dict(result)
+    out["check"] = str(result.get("check") or "unknown")
+    out["subject"] = str(result.get("subject") or "unknown")
+    out["domain"] = _domain_of(result, catalogue)
+    if out.get("status") not in results_mod.STATUSES:
+        notes.append(f"{out['check']} on {out['subject']}: status {out.get('status')!r} treated as error")
+        out["status"] = "error"
+    if out.get("severity") not in results_mod.SEVERITIES:
+        entry = (catalogue or {}).get(out["check"]) or {}
+        fallback = entry.get("severity") if entry.get("severity") in results_mod.SEVERITIES else "major"
+        notes.append(
+            f"{out['check']} on {out['subject']}: severity {out.get('severity')!r} read as {fallback}"
+        )
+        out["severity"] = fallback
+    return out
+
+
+def _matches(result: dict[str, Any], when: dict[str, Any]) -> bool:
+    for key, wanted in when.items():
+        have = str(result.get(key, ""))
+        options = wanted if isinstance(wanted, list) else [wanted]
+        if not any(fnmatch.fnmatchcase(have, str(opt)) for opt in options):
+            return False
+    return True
+
+
+def _pair(result: dict[str, Any]) -> dict[str, str]:
+    return {"check": result["check"], "subject": result["subject"]}
+
+
+def unreachable_hosts(results: list[dict[str, Any]]) -> dict[str, str]:
+    """Hosts whose latest ``harness.node.reachable`` result is a fail, with the recorded summary."""
+    return {
+        r["subject"]: str(r.get("summary", ""))
+        for r in results
+        if r.get("check") == REACHABILITY_CHECK and r.get("status") == "fail"
+    }
+
+
+def _cap_triggers(
+    cap: dict[str, Any], results: list[dict[str, Any]], facts: dict[str, Any]
+) -> tuple[list[dict[str, str]], str] | None:
+    """The (check, subject) pairs that trigger a cap and a sentence of detail; None when it holds not."""
+    when = cap["when"]
+    if "unreachable_nodes_at_least" in when:
+        hosts = facts["unreachable"]
+        if len(hosts) < when["unreachable_nodes_at_least"]:
+            return None
+        pairs = [{"check": REACHABILITY_CHECK, "subject": h} for h in sorted(hosts)]
+        return pairs, f"{len(hosts)} unreachable: {', '.join(sorted(hosts))}"
+    if "coverage_below" in when:
+        if facts["coverage"] >= when["coverage_below"]:
+            return None
+        pairs = [_pair(r) for r in results if r["status"] in ("skip", "error")]
+        return pairs, (
+            f"coverage {facts['coverage']:.0%} < {when['coverage_below']:.0%} "
+            f"({facts['verdicts']} of {facts['total']} results have a verdict)"
+        )
+    if "measured_weight_below" in when:
+        if facts["measured_weight"] >= when["measured_weight_below"]:
+            return None
+        unmeasured = ", ".join(facts["unmeasured"]) or "none"
+        return [], (
+            f"measured categories carry {facts['measured_weight']:.0%} of the weight "
+            f"(< {when['measured_weight_below']:.0%}); not measured: {unmeasured}"
+        )
+    pairs = [_pair(r) for r in results if _matches(r, when)]
+    if not pairs:
+        return None
+    checks = sorted({p["check"] for p in pairs})
+    return pairs, f"{len(pairs)} result(s): {', '.join(checks)}"
+
+
+def score_results(
+    results: list[dict[str, Any]],
+    rubric: dict[str, Any] | None = None,
+    catalogue: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Score check results (the contract in ``clustereval.results``) with a rubric; pure function.
+
+    Within a category each scored result weighs ``severity_weights[severity]`` and earns
+    ``status_points[status]`` of it; the overall score is the weight-averaged score of the measured
+    categories. Caps then bound the tier. Returns the dict written as ``score.json``.
+    """
+    rubric = rubric if rubric is not None else load_rubric()
+    notes: list[str] = []
+    scored = [_normalised(r, catalogue, notes) for r in results_mod.latest(results)]
+    status_points = rubric["status_points"]
+    severity_weights = rubric["severity_weights"]
+
+    domain_to_category = {
+        domain: name for name, cat in rubric["categories"].items() for domain in cat.get("domains") or []
+    }
+    counts = {status: 0 for status in results_mod.STATUSES}
+    for r in scored:
+        counts[r["status"]] += 1
+        r["_category"] = domain_to_category.get(r["domain"])
+    unscored = set(rubric.get("unscored_domains") or [])
+    uncategorised = sorted({r["domain"] for r in scored if r["_category"] is None} - unscored)
+
+    categories: dict[str, dict[str, Any]] = {}
+    for name, cat in rubric["categories"].items():
+        members = [r for r in scored if r["_category"] == name]
+        judged = [r for r in members if r["status"] in VERDICTS]
+        earned = sum(severity_weights[r["severity"]] * status_points[r["status"]] for r in judged)
+        possible = sum(severity_weights[r["severity"]] for r in judged)
+        categories[name] = {
+            "title": cat.get("title", name),
+            "weight": cat["weight"],
+            "domains": list(cat.get("domains") or []),
+            "counts": {s: sum(1 for r in members if r["status"] == s) for s in results_mod.STATUSES},
+            "measured": possible > 0,
+            "score": round(100.0 * earned / possible, 2) if possible > 0 else None,
+            "_possible": possible,
+        }
+
+    total_weight = sum(c["weight"] for c in categories.values())
+    measured_weight = sum(c["weight"] for c in categories.values() if c["measured"])
+    score: float | None = None
+    if measured_weight > 0:
+        score = sum(c["weight"] * c["score"] for c in categories.values() if c["measured"]) / measured_weight
+
+    # Points lost, in overall-score points: summed over all results they equal 100 - score.
+    for r in scored:
+        cat = categories.get(r["_category"]) if r["_category"] else None
+        r["_lost"] = 0.0
+        if cat and cat["measured"] and measured_weight > 0 and r["status"] in VERDICTS:
+            share = cat["weight"] / measured_weight
+            missed = severity_weights[r["severity"]] * (1 - status_points[r["status"]])
+            r["_lost"] = 100.0 * share * missed / cat["_possible"]
+
+    total = len(scored)
+    verdicts = sum(counts[s] for s in VERDICTS)
+    unreachable = unreachable_hosts(scored)
+    facts = {
+        "coverage": verdicts / total if total else 0.0,
+        "verdicts": verdicts,
+        "total": total,
+        "unreachable": unreachable,
+        "measured_weight": measured_weight / total_weight if total_weight else 0.0,
+        "unmeasured": [name for name, c in categories.items() if not c["measured"]],
+    }
+
+    ranks = _tier_rank(rubric)
+    tier_before_caps = tier_for_score(score, rubric)
+    unrated_tier = rubric.get("unrated_tier") or rubric["tiers"][-1]["name"]
+    baseline = tier_before_caps if tier_before_caps is not None else unrated_tier
+    tier = baseline
+    caps_applied: list[dict[str, Any]] = []
+    trigger_caps: dict[tuple[str, str], list[str]] = {}
+    for cap in rubric["caps"]:
+        found = _cap_triggers(cap, scored, facts)
+        if found is None:
+            continue
+        pairs, detail = found
+        limits = ranks[cap["cap"]] > ranks[baseline]
+        caps_applied.append(
+            {
+                "id": cap.get("id", cap["cap"]),
+                "label": cap.get("label", cap.get("id", "cap")),
+                "rule": cap.get("rule", json.dumps(cap["when"], sort_keys=True)),
+                "cap": cap["cap"],
+                "limits_tier": limits,
+                "detail": detail,
+                "triggers": pairs,
+            }
+        )
+        if ranks[cap["cap"]] > ranks[tier]:
+            tier = cap["cap"]
+        if limits:
+            for p in pairs:
+                trigger_caps.setdefault((p["check"], p["subject"]), []).append(cap.get("id", cap["cap"]))
+
+    movers = _movers(scored, trigger_caps, catalogue, int(rubric.get("movers_limit", 20)))
+    hosts = sorted({r["subject"] for r in scored if r["subject"] != results_mod.CLUSTER_SUBJECT})
+    out = {
+        "tier": tier,
+        "score": round(score, 2) if score is not None else None,
+        "tier_before_caps": tier_before_caps,
+        "caps_applied": caps_applied,
+        "categories": {
+            name: {k: v for k, v in c.items() if not k.startswith("_")} for name, c in categories.items()
+        },
+        "counts": counts,
+        "total": total,
+        "coverage": round(facts["coverage"], 4),
+        "measured_weight": round(facts["measured_weight"], 4),
+        "not_measured": facts["unmeasured"],
+        "uncategorised_domains": uncategorised,
+        "subjects": {
+            "hosts": hosts,
+            "unreachable": sorted(unreachable),
+            "unreachable_detail": dict(sorted(unreachable.items())),
+            "cluster_wide": any(r["subject"] == results_mod.CLUSTER_SUBJECT for r in scored),
+        },
+        "movers": movers["listed"],
+        "movers_total": movers["total"],
+        "rubric": {
+            "name": rubric.get("name", "unnamed"),
+            "version": rubric.get("version"),
+            "path": rubric.get("path"),
+            "tiers": [dict(t) for t in rubric["tiers"]],
+        },
+        "notes": notes,
+    }
+    out["explanation"] = explain(out)
+    return out
+
+
+def _movers(
+    scored: list[dict[str, Any]],
+    trigger_caps: dict[tuple[str, str], list[str]],
+    catalogue: dict[str, Any] | None,
+    limit: int,
+) -> dict[str, Any]:
+    """Results that lowered the tier (cap triggers, always listed) then the costliest, most first."""
+    candidates = [r for r in scored if r["_lost"] > 0 or (r["check"], r["subject"]) in trigger_caps]
+    candidates.sort(key=lambda r: ((r["check"], r["subject"]) not in trigger_caps, -r["_lost"], r["check"]))
+    capped = [r for r in candidates if (r["check"], r["subject"]) in trigger_caps]
+    listed = (
+        capped
+        + [r for r in candidates if (r["check"], r["subject"]) not in trigger_caps][
+            : max(0, limit - len(capped))
+        ]
+    )
+    out = []
+    for r in listed:
+        entry = (catalogue or {}).get(r["check"]) or {}
+        out.append(
+            {
+                "check": r["check"],
+                "title": entry.get("title") or r.get("title") or r["check"],
+                "subject": r["subject"],
+                "status": r["status"],
+                "severity": r["severity"],
+                "category": r["_category"],
+                "summary": r.get("summary", ""),
+                "points_lost": round(r["_lost"], 3),
+                "caps": trigger_caps.get((r["check"], r["subject"]), []),
+                "artifacts": list(r.get("artifacts") or []),
+            }
+        )
+    return {"listed": out, "total": len(candidates)}
+
+
+def explain(score: dict[str, Any]) -> list[str]:
+    """Plain sentences saying how the tier was reached (also rendered at the top of reports)."""
+    lines: list[str] = []
+    if score["score"] is None:
+        lines.append(
+            f"No category could be measured (no pass/warn/fail with a scored severity), so the run is "
+            f"unrated and gets {score['tier']}: no evidence is never a high tier."
+        )
+    else:
+        lines.append(
+            f"Weighted score {score['score']:.1f}/100 reaches {score['tier_before_caps']} by threshold."
+        )
+    for cap in score["caps_applied"]:
+        if cap["limits_tier"]:
+            lines.append(f"Capped at {cap['cap']} because {cap['rule']}: {cap['detail']}.")
+    idle = [f"{cap['label']} (cap {cap['cap']})" for cap in score["caps_applied"] if not cap["limits_tier"]]
+    if idle:
+        lines.append(f"Also triggered, without effect (the tier is already at or below): {', '.join(idle)}.")
+    if score["not_measured"]:
+        measured = [n for n, c in score["categories"].items() if c["measured"]]
+        lines.append(
+            f"The tier is based on {len(measured)} of {len(score['categories'])} categories "
+            f"({score['measured_weight']:.0%} of the rubric weight); "
+            f"not measured: {', '.join(score['not_measured'])}."
+        )
+    if score["uncategorised_domains"]:
+        lines.append(
+            f"Results in domains {', '.join(score['uncategorised_domains'])} belong to no rubric category: "
+            f"they count for caps and coverage but not for the score."
+        )
+    lines.append(f"Final tier: {score['tier']}.")
+    return lines
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file and a rename: readers never see half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_run_info(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], list[str]]:
+    """``run.json`` as a dict (empty when absent or unreadable) and warnings about it."""
+    path = Path(run_dir) / RUN_FILE
+    if not path.exists():
+        return {}, [f"{RUN_FILE} is missing: run metadata (inventory, versions, dates) unknown"]
+    try:
+        info = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except json.JSONDecodeError as exc:
+        return {}, [f"{RUN_FILE} is unreadable ({exc.msg}): run metadata unknown"]
+    if not isinstance(info, dict):
+        return {}, [f"{RUN_FILE} is not a JSON object: run metadata unknown"]
+    return info, []
+
+
+def load_catalogue() -> tuple[dict[str, Any] | None, list[str]]:
+    """The check catalogue when the package provides one; (None, [why]) otherwise."""
+    try:
+        from clustereval.checks import catalogue as catalogue_mod
+
+        return catalogue_mod.load(), []
+    except Exception as exc:  # the report must render even when the catalogue is absent or broken
+        return None, [f"check catalogue unavailable ({type(exc).__name__}: {exc}); titles come from results"]
+
+
+def score_run(
+    run_dir: str | os.PathLike[str],
+    rubric: dict[str, Any] | None = None,
+    catalogue: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Score a saved run directory and write ``score.json`` atomically (tmp file + rename).
+
+    Reads ``results.jsonl`` (a torn last line becomes a warning), keeps the latest result per
+    (check, subject), and uses ``run.json`` when present for the inventory (hosts that produced no
+    result at all) and an ``options.rubric`` path.
+    """
+    run_dir = Path(run_dir)
+    loaded, warnings = results_mod.load(run_dir)
+    info, info_warnings = read_run_info(run_dir)
+    if catalogue is None:
+        catalogue, cat_warnings = load_catalogue()
+        warnings = warnings + cat_warnings
+    if rubric is None:
+        options = info.get("options") if isinstance(info.get("options"), dict) else {}
+        rubric = load_rubric(options.get("rubric"))
+    score = score_results(results_mod.latest(loaded), rubric, catalogue)
+    inventory = info.get("inventory") if isinstance(info.get("inventory"), dict) else {}
+    inventory_hosts = inventory.get("hosts") if isinstance(inventory.get("hosts"), list) else []
+    seen = set(score["subjects"]["hosts"])
+    score["subjects"]["without_results"] = sorted(str(h) for h in inventory_hosts if str(h) not in seen)
+    score["load_warnings"] = warnings + info_warnings
+    write_atomic(run_dir / SCORE_FILE, json.dumps(score, indent=2, sort_keys=False, default=str) + "\n")
+    return score

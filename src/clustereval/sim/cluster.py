@@ -1,0 +1,704 @@
+"""Bring a simulated GPU cluster up and down on one Linux host (root, no systemd needed).
+
+Each simulated node is an OpenSSH ``sshd`` on its own loopback address (``127.A.B.N:22``), started inside a
+private UTS + mount namespace (hostname ``nodeN``; ``/sim`` bind-mounted to ``D/nodes/nodeN/root``), plus one
+real ``slurmd`` entered into the same namespaces. The cluster has its own munged (own key and socket), its
+own ``slurmctld`` on a free port, and per-node shims for the vendor tools (``nvidia-smi``, ``dcgmi``) that
+read ``/sim/node.json``, rendered from a profile (see :mod:`clustereval.sim.profile`).
+
+Everything started is recorded in ``D/state.json`` (PID plus start time, and each node's namespace ids) so
+:func:`down` stops exactly those processes and whatever runs inside the nodes' namespaces, never anything
+matched by name. Two clusters in different directories use different ports, address blocks, munge sockets
+and Slurm state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from clustereval.sim.profile import load_profile, node_names, render_node
+
+SHIM_SOURCES = Path(__file__).resolve().parent / "shims"
+SHIMS = {"nvidia-smi": "nvidia_smi.py", "dcgmi": "dcgmi.py"}
+NODE_PATH = "/sim/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+UP_TIMEOUT_S = 30.0
+HEALTHCHECK_INTERVAL_S = 5
+
+
+class SimError(RuntimeError):
+    """The simulated cluster could not be brought up (the message names what and shows its log)."""
+
+
+# ----------------------------------------------------------------------------------------- processes
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name (index 0 is the state letter), or None."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return raw[raw.rindex(")") + 2:].split()
+
+
+def pid_alive(pid: int | None, started: str | None = None) -> bool:
+    """True if ``pid`` runs and is not a zombie (and, when given, has the recorded start time)."""
+    if not pid:
+        return False
+    fields = _proc_stat(pid)
+    if fields is None or fields[0] in ("Z", "X"):
+        return False
+    return started is None or fields[19] == started
+
+
+def _start_time(pid: int) -> str | None:
+    fields = _proc_stat(pid)
+    return fields[19] if fields else None
+
+
+def _namespace(pid: int, kind: str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/{kind}")
+    except OSError:
+        return None
+
+
+def _all_pids() -> list[int]:
+    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+
+
+def _descendants(roots: set[int]) -> set[int]:
+    """All live descendants of ``roots`` (by parent PID)."""
+    children: dict[int, list[int]] = {}
+    for pid in _all_pids():
+        fields = _proc_stat(pid)
+        if fields and fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(pid)
+    found: set[int] = set()
+    stack = list(roots)
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def _in_namespaces(namespaces: list[tuple[str, str]]) -> set[int]:
+    """Live processes whose (mnt, uts) namespaces are one of the simulated nodes' own."""
+    wanted = set(namespaces)
+    if not wanted:
+        return set()
+    return {pid for pid in _all_pids()
+            if pid != os.getpid() and (_namespace(pid, "mnt"), _namespace(pid, "uts")) in wanted
+            and pid_alive(pid)}
+
+
+def _terminate(pids: set[int], grace_s: float = 3.0) -> set[int]:
+    """SIGTERM, then SIGKILL what is still alive after ``grace_s``; returns the PIDs signalled."""
+    signalled = set()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+            signalled.add(pid)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and any(pid_alive(p) for p in signalled):
+        time.sleep(0.05)
+    for pid in signalled:
+        if pid_alive(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    _reap()
+    return signalled
+
+
+def _reap() -> None:
+    """Collect exit statuses of daemons this process started itself, so they do not linger as zombies."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
+# ----------------------------------------------------------------------------------------- paths & state
+
+
+def _paths(directory: Path) -> dict[str, Path]:
+    return {
+        "state": directory / "state.json",
+        "inventory": directory / "inventory.ini",
+        "ssh": directory / "ssh",
+        "munge": directory / "munge",
+        "slurm": directory / "slurm",
+        "shims": directory / "shims",
+        "nodes": directory / "nodes",
+        "dev": directory / "dev",
+    }
+
+
+def _read_state(directory: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((directory / "state.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_state(directory: Path, state: dict[str, Any]) -> None:
+    tmp = directory / "state.json.tmp"
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
+    tmp.replace(directory / "state.json")
+
+
+def _record(directory: Path, state: dict[str, Any], key: str, pid: int, **extra: Any) -> None:
+    """Remember a started process at once, so a half-finished ``up`` can still be cleaned up."""
+    state["processes"][key] = {"pid": pid, "started": _start_time(pid), **extra}
+    _write_state(directory, state)
+
+
+# ----------------------------------------------------------------------------------------- addresses & ports
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _address_free(address: str, port: int = 22) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
+def _addresses_in_use_by_other_sims(directory: Path) -> set[str]:
+    """Address blocks recorded by other simulated clusters whose controller still runs (best effort)."""
+    used: set[str] = set()
+    registry = Path("/tmp/clustereval-sim-blocks")
+    with contextlib.suppress(OSError):
+        for entry in registry.iterdir():
+            try:
+                info = json.loads(entry.read_text())
+            except (OSError, ValueError):
+                continue
+            if info.get("directory") != str(directory) and pid_alive(info.get("pid"), info.get("started")):
+                used.add(info["block"])
+    return used
+
+
+def _pick_block(directory: Path, nodes: int) -> str:
+    """A ``127.A.B`` block whose ``.1``…``.N`` addresses are free, derived from the directory's hash."""
+    taken = _addresses_in_use_by_other_sims(directory)
+    seed = int(hashlib.sha256(str(directory).encode()).hexdigest()[:8], 16)
+    for attempt in range(256):
+        value = (seed + attempt * 7919) % (250 * 256)
+        block = f"127.{2 + value // 256}.{value % 256}"
+        if block in taken:
+            continue
+        if all(_address_free(f"{block}.{i}") for i in range(1, nodes + 1)):
+            return block
+    raise SimError("no free loopback address block found for the simulated nodes")
+
+
+def _register_block(directory: Path, state: dict[str, Any]) -> None:
+    registry = Path("/tmp/clustereval-sim-blocks")
+    registry.mkdir(exist_ok=True)
+    name = hashlib.sha256(str(directory).encode()).hexdigest()[:16]
+    ctl = state["processes"].get("slurmctld", {})
+    (registry / name).write_text(json.dumps({"directory": str(directory), "block": state["block"],
+                                             "pid": ctl.get("pid"), "started": ctl.get("started")}))
+
+
+# ----------------------------------------------------------------------------------------- configuration
+
+
+def _run(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kwargs)
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return f"(no log at {path})"
+
+
+def _device_dir(directory: Path, slurm_name: str) -> Path:
+    """Where the fake GPU char devices live: under D if its filesystem allows device nodes, else /dev."""
+    candidate = directory / "dev"
+    candidate.mkdir(exist_ok=True)
+    probe = candidate / "probe"
+    with contextlib.suppress(FileNotFoundError):
+        probe.unlink()
+    try:
+        os.mknod(probe, 0o666 | stat.S_IFCHR, os.makedev(195, 255))
+        probe.unlink()
+        return candidate
+    except OSError:
+        fallback = Path("/dev") / f"clustereval-{slurm_name}"
+        fallback.mkdir(exist_ok=True)
+        return fallback
+
+
+def _make_devices(dev_dir: Path, count: int) -> None:
+    for k in range(count):
+        path = dev_dir / f"nvidia{k}"
+        if not path.is_char_device():
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(195, k))
+
+
+def _munge_socket(directory: Path, slurm_name: str) -> Path:
+    """munged's socket path; UNIX socket paths are limited to 107 bytes, so long dirs use /run."""
+    path = directory / "munge" / "munge.socket"
+    if len(str(path)) <= 100:
+        return path
+    short = Path("/run") / f"clustereval-{slurm_name}"
+    short.mkdir(mode=0o700, exist_ok=True)
+    return short / "munge.socket"
+
+
+def _slurm_conf(directory: Path, state: dict[str, Any], nodes: list[dict[str, Any]], dev_dir: Path) -> str:
+    p = _paths(directory)
+    slurm = p["slurm"]
+    partition = nodes[0]["state"]["slurm"]["partition"] if nodes else "gpu"
+    lines = [
+        f"ClusterName={state['slurm_name']}",
+        f"SlurmctldHost={socket.gethostname().split('.')[0]}(127.0.0.1)",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        f"SlurmctldPort={state['ports']['slurmctld']}",
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        f"AuthInfo=socket={state['munge_socket']}",
+        f"StateSaveLocation={slurm / 'state'}",
+        f"SlurmdSpoolDir={slurm / 'spool' / '%n'}",
+        f"SlurmctldPidFile={slurm / 'run' / 'slurmctld.pid'}",
+        f"SlurmdPidFile={slurm / 'run' / 'slurmd-%n.pid'}",
+        f"SlurmctldLogFile={slurm / 'log' / 'slurmctld.log'}",
+        f"SlurmdLogFile={slurm / 'log' / 'slurmd-%n.log'}",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "JobAcctGatherType=jobacct_gather/none",
+        "AccountingStorageType=accounting_storage/none",
+        "JobCompType=jobcomp/none",
+        "MpiDefault=none",
+        "SchedulerType=sched/backfill",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core",
+        "GresTypes=gpu",
+        "SlurmdParameters=config_overrides",
+        "ReturnToService=2",
+        "SlurmdTimeout=30",
+        "SlurmctldTimeout=30",
+        "InactiveLimit=0",
+        "MinJobAge=30",
+        "KillWait=5",
+        "Waittime=0",
+        f"HealthCheckProgram={slurm / 'healthcheck.sh'}",
+        f"HealthCheckInterval={HEALTHCHECK_INTERVAL_S}",
+        "HealthCheckNodeState=ANY",
+    ]
+    for node in nodes:
+        s = node["state"]["slurm"]
+        cores = max(1, s["cpus"] // 2)
+        gres = f" Gres=gpu:{s['gres_type']}:{s['gres_count']}" if s["gres_count"] else ""
+        lines.append(
+            f"NodeName={node['name']} NodeHostname={node['name']} NodeAddr=127.0.0.1 Port={node['slurmd_port']} "
+            f"CPUs={cores * 2} Boards=1 SocketsPerBoard=2 CoresPerSocket={cores} ThreadsPerCore=1 "
+            f"RealMemory={s['real_memory_mb']}{gres} State=UNKNOWN"
+        )
+    lines.append(f"PartitionName={partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
+    return "\n".join(lines) + "\n"
+
+
+def _gres_conf(nodes: list[dict[str, Any]], dev_dir: Path) -> str:
+    lines = ["AutoDetect=off"]
+    for node in nodes:
+        s = node["state"]["slurm"]
+        if s["gres_count"]:
+            files = f"{dev_dir}/nvidia[0-{s['gres_count'] - 1}]" if s["gres_count"] > 1 else f"{dev_dir}/nvidia0"
+            lines.append(f"NodeName={node['name']} Name=gpu Type={s['gres_type']} File={files}")
+    return "\n".join(lines) + "\n"
+
+
+HEALTHCHECK = """#!/bin/sh
+# Slurm HealthCheckProgram of the simulated cluster: drain this node when its kernel log (the node's own
+# /sim/kmsg, since slurmd runs in the node's mount namespace) has an NVRM Xid line, as NHC would.
+NODE="${{SLURMD_NODENAME:-$1}}"
+KMSG=/sim/kmsg
+[ -n "$NODE" ] && [ -r "$KMSG" ] || exit 0
+XID=$(grep -o 'NVRM: Xid ([^)]*): [0-9]*' "$KMSG" | tail -1 | sed 's/.*: //')
+if [ -n "$XID" ] && ! SLURM_CONF={conf} /usr/bin/scontrol show node "$NODE" | grep -q "Reason=XID $XID"; then
+  SLURM_CONF={conf} /usr/bin/scontrol update nodename="$NODE" state=drain reason="XID $XID"
+fi
+exit 0
+"""
+
+
+def _sshd_config(directory: Path, node: dict[str, Any], slurm_conf: Path) -> str:
+    p = _paths(directory)
+    nd = p["nodes"] / node["name"]
+    return "\n".join([
+        f"ListenAddress {node['address']}:22",
+        f"HostKey {p['ssh'] / 'ssh_host_ed25519_key'}",
+        f"PidFile {nd / 'sshd.pid'}",
+        "PermitRootLogin prohibit-password",
+        "PubkeyAuthentication yes",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "UsePAM no",
+        f"AuthorizedKeysFile {p['ssh'] / 'authorized_keys'}",
+        "StrictModes no",
+        f"SetEnv SIMNODE={node['name']} SIMNODE_ROOT=/sim SLURM_CONF={slurm_conf} PATH={NODE_PATH}",
+        "Subsystem sftp /usr/lib/openssh/sftp-server",
+        "LogLevel ERROR",
+        "MaxStartups 100:30:200",
+        "MaxSessions 50",
+        "",
+    ])
+
+
+def _inventory(directory: Path, nodes: list[dict[str, Any]]) -> str:
+    key = _paths(directory)["ssh"] / "id_ed25519"
+    lines = ["[gpu_nodes]"]
+    lines += [f"{n['name']} ansible_host={n['address']}" for n in nodes]
+    lines += [
+        "",
+        "[gpu_nodes:vars]",
+        "ansible_user=root",
+        f"ansible_ssh_private_key_file={key}",
+        "ansible_python_interpreter=/usr/bin/python3",
+        "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR'",
+        "clustereval_storage_scratch_dir=/sim/scratch",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _install_shims(directory: Path) -> None:
+    """Copy the standalone shim scripts into the cluster's shim dir, run by the node's /usr/bin/python3."""
+    shim_dir = _paths(directory)["shims"]
+    shim_dir.mkdir(exist_ok=True)
+    for tool, source in SHIMS.items():
+        target = shim_dir / tool
+        body = (SHIM_SOURCES / source).read_text()
+        if body.startswith("#!"):
+            body = body.split("\n", 1)[1]
+        target.write_text("#!/usr/bin/python3\n" + body)
+        target.chmod(0o755)
+
+
+def _prepare_node_root(directory: Path, node: dict[str, Any]) -> None:
+    """The node's private ``/sim``: node.json, kmsg, scratch and a bin dir with the shims it has."""
+    root = _paths(directory)["nodes"] / node["name"] / "root"
+    (root / "bin").mkdir(parents=True, exist_ok=True)
+    (root / "scratch").mkdir(exist_ok=True)
+    (root / "node.json").write_text(json.dumps(node["state"], indent=1))
+    (root / "kmsg").write_text("".join(line + "\n" for line in node["state"]["xid"]))
+    for tool in SHIMS:
+        link = root / "bin" / tool
+        with contextlib.suppress(FileNotFoundError):
+            link.unlink()
+        if tool == "nvidia-smi" and node["state"]["nvidia_smi"] == "missing":
+            continue
+        link.symlink_to(_paths(directory)["shims"] / tool)
+
+
+# ----------------------------------------------------------------------------------------- public API
+
+
+def _slurm_env(directory: Path) -> dict[str, str]:
+    return {**os.environ, "SLURM_CONF": str(_paths(directory)["slurm"] / "slurm.conf")}
+
+
+def _wait(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+def _sinfo_states(directory: Path) -> dict[str, tuple[str, str]]:
+    """``{node: (state, reason)}`` from the cluster's own ``sinfo``."""
+    try:
+        out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N|%t|%E"], env=_slurm_env(directory),
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    states = {}
+    for line in out.splitlines():
+        parts = line.split("|", 2)
+        if len(parts) == 3:
+            states[parts[0]] = (parts[1], parts[2])
+    return states
+
+
+def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[str, Any]:
+    """Start a simulated cluster of ``nodes`` nodes in ``directory``; returns :func:`status`.
+
+    Whatever a previous ``up`` recorded in that directory is stopped first, so calling ``up`` twice (or
+    after a crash half-way) recovers. Returns once every healthy node is ``idle`` in Slurm (drained
+    and unreachable nodes as their profile says), or raises :class:`SimError` naming what did not start.
+    """
+    if os.geteuid() != 0:
+        raise SimError("the simulated cluster needs root (namespaces, sshd, slurmd)")
+    for tool in ("sshd", "slurmctld", "slurmd", "munged", "unshare", "nsenter", "ssh-keygen"):
+        if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
+            raise SimError(f"{tool} is not installed (apt-get install openssh-server slurm-wlm munge)")
+    if nodes < 1:
+        raise SimError("a simulated cluster needs at least one node")
+    directory = Path(directory).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    down(directory)
+    prof = load_profile(profile)
+    p = _paths(directory)
+    for stale in ("slurm", "munge", "nodes", "shims"):
+        shutil.rmtree(p[stale], ignore_errors=True)
+    for sub in ("state", "spool", "log", "run"):
+        (p["slurm"] / sub).mkdir(parents=True, exist_ok=True)
+    p["munge"].mkdir(mode=0o700)
+    p["ssh"].mkdir(exist_ok=True)
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+
+    slurm_name = "sim" + hashlib.sha256(str(directory).encode()).hexdigest()[:8]
+    block = _pick_block(directory, nodes)
+    node_list = []
+    for name in node_names(nodes):
+        index = int(name[4:])
+        node_list.append({"name": name, "address": f"{block}.{index}", "slurmd_port": _free_port(),
+                          "state": render_node(prof, name)})
+    state: dict[str, Any] = {
+        "directory": str(directory), "profile": prof["name"], "profile_path": prof["path"],
+        "slurm_name": slurm_name, "block": block, "started_at": time.time(),
+        "ports": {"slurmctld": _free_port(), **{n["name"]: n["slurmd_port"] for n in node_list}},
+        "munge_socket": str(_munge_socket(directory, slurm_name)),
+        "nodes": {n["name"]: {"address": n["address"], "unreachable": n["state"]["unreachable"],
+                              "expected_state": n["state"]["slurm"]["state"],
+                              "reason": n["state"]["slurm"]["reason"]} for n in node_list},
+        "processes": {}, "namespaces": {},
+    }
+    _write_state(directory, state)
+
+    # ssh identity: one client key (the inventory's) and one host key for the whole cluster
+    for key in ("id_ed25519", "ssh_host_ed25519_key"):
+        if not (p["ssh"] / key).exists():
+            _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"clustereval-{slurm_name}",
+                  "-f", str(p["ssh"] / key)])
+    (p["ssh"] / "authorized_keys").write_text((p["ssh"] / "id_ed25519.pub").read_text())
+    (p["ssh"] / "authorized_keys").chmod(0o600)
+
+    dev_dir = _device_dir(directory, slurm_name)
+    state["device_dir"] = str(dev_dir)
+    _make_devices(dev_dir, max([n["state"]["slurm"]["gres_count"] for n in node_list] + [1]))
+    conf = p["slurm"] / "slurm.conf"
+    conf.write_text(_slurm_conf(directory, state, node_list, dev_dir))
+    (p["slurm"] / "gres.conf").write_text(_gres_conf(node_list, dev_dir))
+    (p["slurm"] / "healthcheck.sh").write_text(HEALTHCHECK.format(conf=conf))
+    (p["slurm"] / "healthcheck.sh").chmod(0o755)
+    _install_shims(directory)
+    for node in node_list:
+        (p["nodes"] / node["name"]).mkdir(parents=True, exist_ok=True)
+        _prepare_node_root(directory, node)
+    p["inventory"].write_text(_inventory(directory, node_list))
+
+    # munge: own key, socket, pid, log and seed, so clusters never share credentials
+    key = p["munge"] / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o400)
+    munge_log = p["munge"] / "munged.log"
+    proc = subprocess.Popen(
+        ["munged", "--foreground", "--force", f"--socket={state['munge_socket']}", f"--key-file={key}",
+         f"--pid-file={p['munge'] / 'munged.pid'}", f"--log-file={munge_log}",
+         f"--seed-file={p['munge'] / 'munged.seed'}"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(munge_log, "ab"),  # noqa: SIM115
+        start_new_session=True)
+    _record(directory, state, "munged", proc.pid)
+    if not _wait(lambda: Path(state["munge_socket"]).exists() or proc.poll() is not None, 10):
+        pass
+    if proc.poll() is not None or not Path(state["munge_socket"]).exists():
+        raise SimError(f"munged did not start; log {munge_log}:\n{_tail(munge_log)}")
+
+    # sshd per node, each in its own UTS + mount namespace
+    sshd_procs = {}
+    for node in node_list:
+        if node["state"]["unreachable"]:
+            continue
+        nd = p["nodes"] / node["name"]
+        (nd / "sshd_config").write_text(_sshd_config(directory, node, conf))
+        root = nd / "root"
+        script = (f"hostname {node['name']} && mkdir -p /sim && mount --bind {root} /sim && "
+                  f"exec /usr/sbin/sshd -D -f {nd / 'sshd_config'} -E {nd / 'sshd.log'}")
+        sshd_procs[node["name"]] = subprocess.Popen(
+            ["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c", script],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(nd / "sshd.log", "ab"),  # noqa: SIM115
+            start_new_session=True)
+        _record(directory, state, f"sshd:{node['name']}", sshd_procs[node["name"]].pid)
+
+    # slurmctld (clean state: a re-up must not inherit drains from the last run)
+    ctl_log = p["slurm"] / "log" / "slurmctld.log"
+    env = _slurm_env(directory)
+    ctl = subprocess.Popen(["slurmctld", "-D", "-c", "-f", str(conf)], env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=open(ctl_log, "ab"),  # noqa: SIM115
+                           start_new_session=True)
+    _record(directory, state, "slurmctld", ctl.pid)
+    _register_block(directory, state)
+
+    for name, proc in sshd_procs.items():
+        node = next(n for n in node_list if n["name"] == name)
+        log = p["nodes"] / name / "sshd.log"
+        if not _wait(lambda proc=proc, node=node: proc.poll() is not None
+                     or not _address_free(node["address"]), 10):
+            raise SimError(f"sshd of {name} did not listen on {node['address']}:22; log {log}:\n{_tail(log)}")
+        if proc.poll() is not None:
+            raise SimError(f"sshd of {name} exited ({proc.returncode}); log {log}:\n{_tail(log)}")
+        state["namespaces"][name] = [_namespace(proc.pid, "mnt"), _namespace(proc.pid, "uts")]
+    _write_state(directory, state)
+
+    if not _wait(lambda: ctl.poll() is not None or subprocess.run(
+            ["scontrol", "ping"], env=env, capture_output=True, text=True).stdout.count("UP") > 0, 15, 0.1):
+        raise SimError(f"slurmctld did not answer; log {ctl_log}:\n{_tail(ctl_log)}")
+    if ctl.poll() is not None:
+        raise SimError(f"slurmctld exited ({ctl.returncode}); log {ctl_log}:\n{_tail(ctl_log)}")
+
+    for name, proc in sshd_procs.items():
+        log = p["slurm"] / "log" / f"slurmd-{name}.log"
+        slurmd = subprocess.Popen(
+            ["nsenter", "-t", str(proc.pid), "--uts", "--mount", "slurmd", "-D", "-N", name, "-f", str(conf)],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),  # noqa: SIM115
+            start_new_session=True)
+        _record(directory, state, f"slurmd:{name}", slurmd.pid)
+
+    for node in node_list:
+        s = node["state"]["slurm"]
+        if not node["state"]["unreachable"] and s["state"].startswith("drain"):
+            subprocess.run(["scontrol", "update", f"nodename={node['name']}", "state=drain",
+                            f"reason={s['reason'] or 'drained by profile'}"], env=env, capture_output=True)
+    _wait_ready(directory, state, node_list)
+    return status(directory)
+
+
+def _wait_ready(directory: Path, state: dict[str, Any], node_list: list[dict[str, Any]]) -> None:
+    """Block until every reachable node has registered in the state its profile asks for."""
+    def expected(node: dict[str, Any]) -> tuple[str, ...]:
+        if node["state"]["slurm"]["state"].startswith("drain"):
+            return ("drain", "drng")
+        if node["state"]["xid"]:
+            return ("idle", "drain")
+        return ("idle",)
+
+    waiting = [n for n in node_list if not n["state"]["unreachable"]]
+    last: dict[str, tuple[str, str]] = {}
+
+    def ready() -> bool:
+        nonlocal last
+        last = _sinfo_states(directory)
+        return all(last.get(n["name"], ("?", ""))[0] in expected(n) for n in waiting)
+
+    if _wait(ready, UP_TIMEOUT_S, 0.1):
+        return
+    slurm_dir = _paths(directory)["slurm"]
+    problems = []
+    for node in waiting:
+        got = last.get(node["name"], ("missing", ""))[0]
+        if got not in expected(node):
+            problems.append(f"{node['name']} is {got!r} (want {'/'.join(expected(node))}); "
+                            f"slurmd log:\n{_tail(slurm_dir / 'log' / ('slurmd-' + node['name'] + '.log'))}")
+    raise SimError("simulated nodes did not come up:\n" + "\n".join(problems)
+                   + f"\nslurmctld log:\n{_tail(slurm_dir / 'log' / 'slurmctld.log')}")
+
+
+def down(directory: str | Path) -> dict[str, Any]:
+    """Stop every process the cluster in ``directory`` started (by recorded PID and node namespace).
+
+    Idempotent: with nothing running (or no state at all) it stops nothing and says so.
+    """
+    directory = Path(directory).resolve()
+    state = _read_state(directory)
+    if not state:
+        return {"directory": str(directory), "stopped": [], "note": "no simulated cluster recorded here"}
+    targets: dict[int, str] = {}
+    listeners = set()
+    for key, proc in state.get("processes", {}).items():
+        if pid_alive(proc["pid"], proc.get("started")):
+            targets[proc["pid"]] = key
+            if key.startswith(("sshd:", "slurmd:")):
+                listeners.add(proc["pid"])
+    for pid in _descendants(listeners):
+        targets.setdefault(pid, "node child")
+    namespaces = [tuple(ns) for ns in state.get("namespaces", {}).values() if all(ns)]
+    for pid in _in_namespaces(namespaces):  # type: ignore[arg-type]
+        targets.setdefault(pid, "node process")
+    signalled = _terminate(set(targets))
+    stopped = [{"pid": pid, "what": targets[pid]} for pid in sorted(signalled)]
+    with contextlib.suppress(OSError):
+        (Path("/tmp/clustereval-sim-blocks") / hashlib.sha256(str(directory).encode()).hexdigest()[:16]).unlink()
+    state["processes"] = {}
+    state["namespaces"] = {}
+    state["stopped_at"] = time.time()
+    _write_state(directory, state)
+    return {"directory": str(directory), "stopped": stopped}
+
+
+def status(directory: str | Path) -> dict[str, Any]:
+    """Per node: address, whether its sshd and slurmd run, and its Slurm state; plus the controller's."""
+    directory = Path(directory).resolve()
+    state = _read_state(directory)
+    if not state:
+        return {"directory": str(directory), "running": False, "nodes": {}, "controller": {"alive": False}}
+    procs = state.get("processes", {})
+
+    def alive(key: str) -> bool:
+        proc = procs.get(key)
+        return bool(proc) and pid_alive(proc["pid"], proc.get("started"))
+
+    controller_alive = alive("slurmctld")
+    slurm_states = _sinfo_states(directory) if controller_alive else {}
+    nodes = {}
+    for name, info in state.get("nodes", {}).items():
+        slurm_state, reason = slurm_states.get(name, ("unknown", ""))
+        nodes[name] = {
+            "address": info["address"],
+            "unreachable_by_profile": info.get("unreachable", False),
+            "sshd_alive": alive(f"sshd:{name}"),
+            "slurmd_alive": alive(f"slurmd:{name}"),
+            "slurm_state": slurm_state,
+            "slurm_reason": reason,
+        }
+    return {
+        "directory": str(directory),
+        "profile": state.get("profile"),
+        "inventory": str(_paths(directory)["inventory"]),
+        "slurm_conf": str(_paths(directory)["slurm"] / "slurm.conf"),
+        "running": controller_alive,
+        "controller": {"alive": controller_alive, "port": state["ports"]["slurmctld"],
+                       "munged_alive": alive("munged")},
+        "nodes": nodes,
+    }
+
+
+def kill_node_sshd(directory: str | Path, node_name: str) -> list[int]:
+    """Kill one node's sshd listener and its per-connection children (the node vanishes from SSH)."""
+    directory = Path(directory).resolve()
+    state = _read_state(directory) or {}
+    proc = state.get("processes", {}).get(f"sshd:{node_name}")
+    if not proc or not pid_alive(proc["pid"], proc.get("started")):
+        return []
+    pids = {proc["pid"]} | _descendants({proc["pid"]})
+    return sorted(_terminate(pids))

@@ -1,0 +1,259 @@
+"""Node profiles of the simulated cluster: load the documented YAML and render one state per node.
+
+A profile (``src/clustereval/sim/profiles/NAME.yml`` or any user YAML file, documented in ``docs/sim.md``)
+has a ``cluster:`` section with the defaults every node shares (GPU model and count, driver/CUDA versions,
+NIC rails, Slurm node shape) and a ``nodes:`` section with per-node overrides and ``faults``, keyed by node
+name (``node3``) or 1-based index (``3``). :func:`render_node` turns that into the JSON document the per-node
+shims read (``<node root>/node.json``): every GPU with every field the shims print, already resolved.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+
+# CUDA version the driver reports, per driver branch; used when a node overrides only the driver version.
+CUDA_BY_DRIVER_BRANCH = {
+    "470": "11.4", "510": "11.6", "515": "11.7", "525": "12.0", "530": "12.1", "535": "12.2",
+    "545": "12.3", "550": "12.4", "555": "12.5", "560": "12.6", "565": "12.7", "570": "12.8",
+    "575": "12.9", "580": "13.0",
+}
+
+NVIDIA_SMI_MODES = ("ok", "truncated", "garbage", "missing")
+KNOWN_FAULTS = {
+    "gpu_missing", "slurm_state", "slurm_reason", "unreachable", "nvidia_smi", "driver_version",
+    "cuda_version", "gpu_temperature_c", "xid",
+}
+
+
+class ProfileError(ValueError):
+    """A profile file that cannot be used, with a message naming the offending key."""
+
+
+def available_profiles() -> list[str]:
+    """Names of the profiles packaged with clustereval."""
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.yml"))
+
+
+def profile_path(name_or_path: str | Path) -> Path:
+    """Resolve a packaged profile name or a path to a user's YAML file."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yml", ".yaml") or candidate.exists():
+        if not candidate.is_file():
+            raise ProfileError(f"profile file {candidate} does not exist")
+        return candidate.resolve()
+    packaged = PROFILE_DIR / f"{name_or_path}.yml"
+    if not packaged.is_file():
+        raise ProfileError(
+            f"unknown profile {name_or_path!r}: not a file and not one of {', '.join(available_profiles())}"
+        )
+    return packaged
+
+
+def load_profile(name_or_path: str | Path) -> dict[str, Any]:
+    """Read and validate a profile; returns ``{"name", "path", "cluster", "nodes"}``."""
+    path = profile_path(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"profile {path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cluster"), dict):
+        raise ProfileError(f"profile {path} needs a 'cluster:' mapping")
+    nodes = data.get("nodes") or {}
+    if not isinstance(nodes, dict):
+        raise ProfileError(f"profile {path}: 'nodes:' must be a mapping keyed by node name or index")
+    normalised: dict[str, dict[str, Any]] = {}
+    for key, override in nodes.items():
+        name = f"node{key}" if isinstance(key, int) or str(key).isdigit() else str(key)
+        if not isinstance(override, dict):
+            raise ProfileError(f"profile {path}: nodes.{key} must be a mapping")
+        unknown = set((override.get("faults") or {})) - KNOWN_FAULTS
+        if unknown:
+            raise ProfileError(
+                f"profile {path}: nodes.{key}.faults has unknown keys {sorted(unknown)}; known: {sorted(KNOWN_FAULTS)}"
+            )
+        mode = (override.get("faults") or {}).get("nvidia_smi", "ok")
+        if mode not in NVIDIA_SMI_MODES:
+            raise ProfileError(f"profile {path}: nodes.{key}.faults.nvidia_smi must be one of {NVIDIA_SMI_MODES}")
+        normalised[name] = override
+    cluster = data["cluster"]
+    return {"name": str(cluster.get("name") or path.stem), "path": str(path), "cluster": cluster,
+            "nodes": normalised}
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``base`` with ``override`` merged in recursively (override wins)."""
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def node_settings(profile: dict[str, Any], node: str) -> dict[str, Any]:
+    """The cluster defaults with this node's overrides merged in (``faults`` always present)."""
+    override = profile["nodes"].get(node, {})
+    settings = deep_merge(profile["cluster"], {k: v for k, v in override.items() if k != "faults"})
+    settings["faults"] = copy.deepcopy(override.get("faults") or {})
+    return settings
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("/".join(str(p) for p in parts).encode()).hexdigest()
+
+
+def gpu_uuid(cluster: str, node: str, index: int) -> str:
+    """Deterministic ``GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`` for (cluster, node, physical index)."""
+    h = _digest("uuid", cluster, node, index)
+    return f"GPU-{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def gpu_serial(cluster: str, node: str, index: int) -> str:
+    """Deterministic 13-digit board serial like the real ``1650124031592``."""
+    return "165" + str(int(_digest("serial", cluster, node, index)[:12], 16) % 10**10).zfill(10)
+
+
+def gres_type(model: str) -> str:
+    """Slurm GRES type from the GPU model name: ``NVIDIA H100 80GB HBM3`` -> ``h100``."""
+    words = [w for w in model.split() if w.upper() not in ("NVIDIA", "TESLA", "GEFORCE", "RTX")]
+    return (words[0] if words else "gpu").lower().replace("-", "_")
+
+
+def _per_gpu(value: Any, index: int, default: Any) -> Any:
+    """Per-GPU value from a scalar, a list (by index) or a mapping (by index)."""
+    if isinstance(value, dict):
+        return value.get(index, value.get(str(index), default))
+    if isinstance(value, list):
+        return value[index] if index < len(value) else default
+    return default if value is None else value
+
+
+def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
+    """The complete state of one simulated node, as the shims read it from ``node.json``.
+
+    ``gpus`` lists the GPUs the driver sees (``gpu_missing`` ones removed and the rest renumbered, as the
+    real driver does); ``slurm.gres_count`` is what Slurm is configured for, which may differ.
+    """
+    settings = node_settings(profile, node)
+    faults = settings["faults"]
+    gpu_cfg = settings.get("gpus") or {}
+    driver = str(faults.get("driver_version") or settings.get("driver_version") or "550.90.07")
+    cuda = str(faults.get("cuda_version") or (settings.get("cuda_version") if not faults.get("driver_version")
+                                              else CUDA_BY_DRIVER_BRANCH.get(driver.split(".")[0], "12.4")))
+    model = str(gpu_cfg.get("model", "NVIDIA H100 80GB HBM3"))
+    physical_count = int(gpu_cfg.get("count", 8))
+    missing = faults.get("gpu_missing") or []
+    if isinstance(missing, int) and not isinstance(missing, bool):
+        missing = [physical_count - 1 - k for k in range(missing)]
+    missing = {int(m) for m in missing}
+    idle = gpu_cfg.get("idle") or {}
+    bus_ids = gpu_cfg.get("pci_bus_ids") or []
+    module_ids = gpu_cfg.get("module_ids") or []
+    temps = faults.get("gpu_temperature_c")
+    cluster_name = profile["name"]
+    gpus = []
+    for phys in range(physical_count):
+        if phys in missing:
+            continue
+        bus = str(bus_ids[phys]) if phys < len(bus_ids) else f"{0x18 + 0x10 * phys:02X}"
+        power_limit = float(gpu_cfg.get("power_limit_w", 700))
+        gpus.append({
+            "index": len(gpus),
+            "physical_index": phys,
+            "name": model,
+            "brand": str(gpu_cfg.get("brand", "NVIDIA")),
+            "architecture": str(gpu_cfg.get("architecture", "Hopper")),
+            "compute_cap": str(gpu_cfg.get("compute_cap", "9.0")),
+            "uuid": gpu_uuid(cluster_name, node, phys),
+            "serial": gpu_serial(cluster_name, node, phys),
+            "minor_number": phys,
+            "pci_bus": bus.upper(),
+            "pci_bus_id": f"00000000:{bus.upper()}:00.0",
+            "pci_device_id": str(gpu_cfg.get("pci_device_id", "0x233010DE")),
+            "pci_sub_system_id": str(gpu_cfg.get("pci_sub_system_id", "0x16C110DE")),
+            "pcie_gen": int(gpu_cfg.get("pcie_gen", 5)),
+            "pcie_width": int(gpu_cfg.get("pcie_width", 16)),
+            "board_id": f"0x{int(bus, 16) << 8:x}",
+            "module_id": int(module_ids[phys]) if phys < len(module_ids) else phys + 1,
+            "vbios_version": str(gpu_cfg.get("vbios_version", "96.00.99.00.01")),
+            "board_part_number": str(gpu_cfg.get("board_part_number", "692-2G520-0200-000")),
+            "gpu_part_number": str(gpu_cfg.get("gpu_part_number", "2330-885-A1")),
+            "inforom_image": str(gpu_cfg.get("inforom_image", "G520.0200.00.05")),
+            "memory_total_mib": int(gpu_cfg.get("memory_mib", 81559)),
+            "memory_reserved_mib": int(gpu_cfg.get("memory_reserved_mib", 551)),
+            "memory_used_mib": int(idle.get("memory_used_mib", 1)),
+            "bar1_mib": int(gpu_cfg.get("bar1_mib", 131072)),
+            "temperature_c": int(_per_gpu(temps, phys, idle.get("temperature_c", 27))),
+            "memory_temperature_c": int(idle.get("memory_temperature_c", 36)),
+            "power_draw_w": float(idle.get("power_draw_w", 72.0)),
+            "power_limit_w": power_limit,
+            "power_limit_min_w": float(gpu_cfg.get("power_limit_min_w", 200)),
+            "power_limit_max_w": float(gpu_cfg.get("power_limit_max_w", power_limit)),
+            "sm_clock_mhz": int(idle.get("sm_clock_mhz", 1980)),
+            "mem_clock_mhz": int(idle.get("mem_clock_mhz", 2619)),
+            "max_sm_clock_mhz": int(gpu_cfg.get("clocks_max_sm_mhz", 1980)),
+            "max_mem_clock_mhz": int(gpu_cfg.get("clocks_max_mem_mhz", 2619)),
+            "max_video_clock_mhz": int(gpu_cfg.get("clocks_max_video_mhz", 1545)),
+            "utilization_pct": int(idle.get("utilization_pct", 0)),
+            "persistence_mode": bool(gpu_cfg.get("persistence_mode", True)),
+            "ecc_uncorrected_volatile": int(_per_gpu(gpu_cfg.get("ecc_uncorrected_volatile"), phys, 0)),
+            "performance_state": "P0",
+        })
+    slurm = settings.get("slurm") or {}
+    xid = faults.get("xid") or []
+    if isinstance(xid, int | str):
+        xid = [xid]
+    return {
+        "node": node,
+        "cluster": cluster_name,
+        "driver_version": driver,
+        "cuda_version": cuda,
+        "dcgm_version": str(settings.get("dcgm_version", "3.3.6")),
+        "nvidia_smi": faults.get("nvidia_smi", "ok"),
+        "gpus": gpus,
+        "nics": settings.get("nics") or [],
+        "xid": [_xid_line(entry, gpus, k) for k, entry in enumerate(xid)],
+        "slurm": {
+            "cpus": int(slurm.get("cpus", 8)),
+            "real_memory_mb": int(slurm.get("real_memory_mb", 16000)),
+            "partition": str(slurm.get("partition", "gpu")),
+            "gres_type": str(slurm.get("gres_type") or gres_type(model)),
+            "gres_count": int(slurm.get("gres_count", physical_count)),
+            "state": str(faults.get("slurm_state", "idle")),
+            "reason": str(faults.get("slurm_reason", "")),
+        },
+        "unreachable": bool(faults.get("unreachable", False)),
+    }
+
+
+def _xid_line(entry: Any, gpus: list[dict[str, Any]], position: int) -> str:
+    """A kernel log line exactly as the NVIDIA driver prints an Xid (``NVRM: Xid (PCI:…): 79, …``)."""
+    if isinstance(entry, str) and "NVRM" in entry:
+        return entry
+    if isinstance(entry, dict):
+        code, gpu, text = int(entry.get("code", 79)), int(entry.get("gpu", 0)), entry.get("message")
+    else:
+        code, gpu, text = int(entry), 0, None
+    bus = gpus[gpu]["pci_bus"] if gpu < len(gpus) else "18"
+    message = text or {
+        79: "pid=1824, name=python, GPU has fallen off the bus.",
+        48: "pid=1824, name=python, An uncorrectable double bit error (DBE) has been detected on GPU.",
+        94: "pid=1824, name=python, Contained: SM (0x1). RST: No, D-RST: No",
+        95: "pid=1824, name=python, Uncontained: FBHUB. RST: Yes, D-RST: No",
+        13: "pid=1824, name=python, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address",
+        31: "pid=1824, name=python, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0",
+    }.get(code, "pid=1824, name=python, Graphics Exception")
+    return f"[{1234.5 + 60 * position:12.6f}] NVRM: Xid (PCI:0000:{bus}:00): {code}, {message}"
+
+
+def node_names(count: int) -> list[str]:
+    """The simulated nodes' names: ``node1`` … ``nodeN``."""
+    return [f"node{i}" for i in range(1, count + 1)]

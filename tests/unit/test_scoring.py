@@ -1,0 +1,360 @@
+"""Scoring: rubric loading, category scores, tiers, caps, movers and score.json on disk.
+
+All results here are synthetic fixtures written for these tests (no corpus involved: scoring reads
+check results, not tool output).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clustereval.scoring import load_rubric, score_results, score_run, tier_for_score
+
+TIERS = ["Platinum", "Gold", "Silver", "Bronze", "Participation", "Underperforming"]
+# Domains whose categories together carry 65% of the default rubric's weight (no "unmeasured" cap).
+BROAD_DOMAINS = ["audit", "storage", "gpu_compute", "network"]
+
+
+def result(check, subject="node1", status="pass", severity="major", domain=None, phase="audit", **extra):
+    out = {
+        "run_id": "test-run",
+        "check": check,
+        "phase": phase,
+        "domain": domain or check.split(".")[0],
+        "subject": subject,
+        "status": status,
+        "severity": severity,
+        "summary": f"{check} on {subject} is {status}",
+        "artifacts": [f"raw/{subject}/{check}.txt"],
+    }
+    out.update(extra)
+    return out
+
+
+def broad_passes(hosts=("node1", "node2"), per_domain=5):
+    return [
+        result(f"{domain}.check{i}", subject=host, domain=domain)
+        for domain in BROAD_DOMAINS
+        for i in range(per_domain)
+        for host in hosts
+    ]
+
+
+def cap_ids(score, binding_only=True):
+    return [c["id"] for c in score["caps_applied"] if c["limits_tier"] or not binding_only]
+
+
+@pytest.fixture(scope="module")
+def rubric():
+    return load_rubric()
+
+
+def test_default_rubric_has_the_six_tiers_in_order(rubric):
+    assert [t["name"] for t in rubric["tiers"]] == TIERS
+    assert rubric["path"].startswith("packaged:")
+    assert {"pass", "warn", "fail"} == set(rubric["status_points"])
+    assert rubric["severity_weights"]["info"] == 0
+
+
+def test_tier_thresholds(rubric):
+    assert tier_for_score(100, rubric) == "Platinum"
+    assert tier_for_score(95, rubric) == "Platinum"
+    assert tier_for_score(94.99, rubric) == "Gold"
+    assert tier_for_score(0, rubric) == "Underperforming"
+    assert tier_for_score(None, rubric) is None
+
+
+def test_all_pass_over_broad_categories_is_platinum(rubric):
+    score = score_results(broad_passes(), rubric)
+    assert score["score"] == 100.0
+    assert score["tier"] == "Platinum"
+    assert score["caps_applied"] == []
+    assert score["movers"] == []
+    assert score["counts"] == {"pass": 40, "warn": 0, "fail": 0, "skip": 0, "error": 0}
+    assert score["coverage"] == 1.0
+
+
+def test_warn_earns_half_and_skip_error_leave_the_denominator(rubric):
+    results = [
+        result("audit.a", status="pass"),
+        result("audit.b", status="warn"),
+        result("audit.c", status="skip"),
+        result("audit.d", status="error"),
+    ]
+    score = score_results(results, rubric)
+    config = score["categories"]["configuration"]
+    assert config["score"] == 75.0
+    assert config["counts"] == {"pass": 1, "warn": 1, "fail": 0, "skip": 1, "error": 1}
+    assert score["coverage"] == 0.5
+
+
+def test_severity_weights_a_critical_fail_more_than_a_minor_one(rubric):
+    minor = score_results([result("audit.a"), result("audit.b", status="fail", severity="minor")], rubric)
+    critical = score_results(
+        [result("audit.a"), result("audit.b", status="fail", severity="critical")], rubric
+    )
+    # 4 of (4 + 1) and 4 of (4 + 8) points earned, with the default weights major 4, minor 1, critical 8
+    assert minor["categories"]["configuration"]["score"] == 80.0
+    assert critical["categories"]["configuration"]["score"] == pytest.approx(33.33, abs=0.01)
+
+
+def test_critical_fail_caps_at_bronze_and_names_the_check(rubric):
+    results = broad_passes(per_domain=10) + [
+        result("audit.fleet.gpu_consistency", subject="_cluster", status="fail", severity="critical")
+    ]
+    score = score_results(results, rubric)
+    assert score["tier_before_caps"] == "Platinum"
+    assert score["tier"] == "Bronze"
+    cap = next(c for c in score["caps_applied"] if c["id"] == "critical_fail")
+    assert cap["limits_tier"]
+    assert cap["triggers"] == [{"check": "audit.fleet.gpu_consistency", "subject": "_cluster"}]
+    mover = score["movers"][0]
+    assert (mover["check"], mover["subject"], mover["caps"]) == (
+        "audit.fleet.gpu_consistency",
+        "_cluster",
+        ["critical_fail"],
+    )
+    assert mover["artifacts"] == ["raw/_cluster/audit.fleet.gpu_consistency.txt"]
+    assert any("Capped at Bronze" in line for line in score["explanation"])
+
+
+def test_major_fail_caps_at_silver(rubric):
+    results = broad_passes(per_domain=10) + [result("storage.mount.options", status="fail", severity="major")]
+    score = score_results(results, rubric)
+    assert score["tier_before_caps"] == "Platinum"
+    assert score["tier"] == "Silver"
+    assert cap_ids(score) == ["major_fail"]
+
+
+def test_minor_fail_lowers_the_score_but_caps_nothing(rubric):
+    results = broad_passes(per_domain=10) + [result("storage.mount.noatime", status="fail", severity="minor")]
+    score = score_results(results, rubric)
+    assert score["caps_applied"] == []
+    assert score["score"] < 100
+    assert score["movers"][0]["check"] == "storage.mount.noatime"
+
+
+def test_unreachable_node_caps_and_is_listed_but_scores_nothing_twice(rubric):
+    base = broad_passes()
+    reach_fail = result(
+        "harness.node.reachable",
+        subject="node3",
+        status="fail",
+        severity="major",
+        domain="harness",
+        summary="ssh: connect to host node3 port 22: Connection timed out",
+    )
+    score = score_results([*base, reach_fail], rubric)
+    assert score["subjects"]["unreachable"] == ["node3"]
+    assert "Connection timed out" in score["subjects"]["unreachable_detail"]["node3"]
+    assert "node3" in score["subjects"]["hosts"]
+    assert score["tier"] == "Silver"
+    assert "unreachable_nodes" in cap_ids(score)
+    # harness results are unscored: the node costs its cap, not score points as well
+    assert score["score"] == score_results(base, rubric)["score"] == 100.0
+    assert score["counts"]["fail"] == 1
+
+
+def test_node_dying_mid_run_keeps_its_earlier_results(rubric):
+    results = [
+        *broad_passes(hosts=("node1",)),
+        result("harness.node.reachable", subject="node2", status="pass", severity="major", domain="harness"),
+        result("audit.gpu.inventory", subject="node2", status="pass", severity="critical"),
+        result("harness.node.reachable", subject="node2", status="fail", severity="major", domain="harness"),
+    ]
+    score = score_results(results, rubric)
+    assert score["subjects"]["unreachable"] == ["node2"]
+    assert score["categories"]["configuration"]["counts"]["pass"] == 6  # 5 on node1 + the one node2 finished
+    assert score["counts"]["fail"] == 1  # the later reachability fail superseded the earlier pass
+
+
+def test_low_coverage_caps_at_participation(rubric):
+    results = (
+        [result(f"audit.a{i}") for i in range(4)]
+        + [result(f"audit.s{i}", status="skip", summary="tool missing") for i in range(3)]
+        + [result(f"audit.e{i}", status="error", summary="module crashed") for i in range(2)]
+    )
+    score = score_results(results, rubric)
+    assert score["coverage"] == pytest.approx(4 / 9, abs=1e-4)
+    assert score["score"] == 100.0  # skip/error are not the cluster's fault ...
+    assert score["tier"] == "Participation"  # ... but too little evidence for a high tier
+    low = next(c for c in score["caps_applied"] if c["id"] == "coverage_low")
+    assert len(low["triggers"]) == 5
+
+
+def test_partial_coverage_caps_at_silver(rubric):
+    results = broad_passes() + [
+        result(f"audit.s{i}", status="skip", summary="not applicable") for i in range(12)
+    ]
+    score = score_results(results, rubric)
+    assert 0.5 <= score["coverage"] < 0.8
+    assert score["tier"] == "Silver"
+    assert cap_ids(score) == ["coverage_partial"]
+
+
+def test_empty_results_are_never_a_high_tier(rubric):
+    score = score_results([], rubric)
+    assert score["score"] is None
+    assert score["tier_before_caps"] is None
+    assert score["tier"] == "Participation"
+    assert score["coverage"] == 0.0
+    assert all(not c["measured"] for c in score["categories"].values())
+    assert "no evidence" in score["explanation"][0]
+
+
+def test_info_only_results_leave_the_run_unrated(rubric):
+    score = score_results([result("audit.inventory.note", severity="info")], rubric)
+    assert score["score"] is None
+    assert score["tier"] == "Participation"
+
+
+def test_category_not_measured_is_excluded_and_said(rubric):
+    score = score_results([result("audit.a"), result("storage.b", status="skip", summary="no fio")], rubric)
+    storage = score["categories"]["storage"]
+    assert storage["measured"] is False and storage["score"] is None
+    assert storage["counts"]["skip"] == 1
+    assert "storage" in score["not_measured"]
+    assert score["score"] == 100.0  # only configuration was measured
+    assert score["tier"] == "Gold"  # less than half of the weight measured
+    assert any("based on 1 of 8 categories" in line for line in score["explanation"])
+
+
+def test_unknown_domain_counts_for_caps_not_score(rubric):
+    results = [*broad_passes(), result("mystery.thing", status="fail", severity="critical", domain="mystery")]
+    score = score_results(results, rubric)
+    assert score["uncategorised_domains"] == ["mystery"]
+    assert score["score"] == 100.0
+    assert score["tier"] == "Bronze"
+
+
+def test_invalid_status_and_severity_are_noted_not_fatal(rubric):
+    score = score_results([result("audit.a", status="exploded"), result("audit.b", severity="huge")], rubric)
+    assert score["counts"]["error"] == 1
+    assert len(score["notes"]) == 2
+    assert "exploded" in score["notes"][0]
+
+
+def test_catalogue_supplies_titles_for_movers(rubric):
+    catalogue = {"audit.a": {"id": "audit.a", "title": "Driver version is supported", "domain": "audit"}}
+    score = score_results([result("audit.a", status="fail", severity="minor")], rubric, catalogue)
+    assert score["movers"][0]["title"] == "Driver version is supported"
+
+
+def test_custom_rubric_file(tmp_path, rubric):
+    custom = dict(rubric)
+    custom.pop("path")
+    custom["name"] = "strict"
+    custom["caps"] = [{"id": "any_warn", "rule": "any warn", "when": {"status": "warn"}, "cap": "Gold"}]
+    path = tmp_path / "strict.yml"
+    path.write_text(json.dumps(custom))  # JSON is valid YAML
+    strict = load_rubric(path)
+    assert strict["path"] == str(path)
+    score = score_results([*broad_passes(per_domain=20), result("network.x", status="warn")], strict)
+    assert score["rubric"]["name"] == "strict"
+    assert score["tier"] == "Gold"
+
+
+def test_broken_rubric_names_its_problems(tmp_path):
+    path = tmp_path / "bad.yml"
+    path.write_text(
+        "status_points: {pass: 1}\nseverity_weights: {}\ncategories: {}\n"
+        "tiers: [{name: A, min: 10}, {name: B, min: 50}]\ncaps: [{when: {colour: red}, cap: Z}]\n"
+    )
+    with pytest.raises(ValueError) as err:
+        load_rubric(path)
+    message = str(err.value)
+    assert "status_points.warn" in message
+    assert "ordered best first" in message
+    assert "unknown condition(s) colour" in message
+    assert "cap 'Z' is not a tier" in message
+
+
+_statuses = st.sampled_from(["pass", "warn", "fail", "skip", "error"])
+_severities = st.sampled_from(["critical", "major", "minor", "info"])
+_domains = st.sampled_from(["audit", "storage", "network", "gpu_compute", "harness", "security"])
+_results = st.lists(
+    st.builds(
+        lambda i, status, severity, domain: result(
+            f"{domain}.c{i}", status=status, severity=severity, domain=domain
+        ),
+        st.integers(0, 30),
+        _statuses,
+        _severities,
+        _domains,
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_results)
+def test_points_lost_add_up_to_the_missing_score(results):
+    rubric = load_rubric()
+    score = score_results(results, rubric | {"movers_limit": 10_000})
+    if score["score"] is None:
+        assert score["tier"] == "Participation"
+        return
+    lost = sum(m["points_lost"] for m in score["movers"])
+    assert lost == pytest.approx(100.0 - score["score"], abs=0.05)
+    assert 0.0 <= score["score"] <= 100.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(_results, st.data())
+def test_turning_a_pass_into_a_fail_never_raises_the_tier(results, data):
+    passes = [i for i, r in enumerate(results) if r["status"] == "pass"]
+    if not passes:
+        return
+    idx = data.draw(st.sampled_from(passes))
+    worse = [dict(r) for r in results]
+    worse[idx]["status"] = "fail"
+    rubric = load_rubric()
+    before, after = score_results(results, rubric), score_results(worse, rubric)
+    assert TIERS.index(after["tier"]) >= TIERS.index(before["tier"])
+
+
+def _write_results(run_dir: Path, results, torn_tail: str | None = None) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / "results.jsonl", "w", encoding="utf-8") as fh:
+        for r in results:
+            fh.write(json.dumps(r) + "\n")
+        if torn_tail:
+            fh.write(torn_tail)
+
+
+def test_score_run_writes_score_json_and_survives_a_torn_line(tmp_path):
+    results = [*broad_passes(), result("audit.late", subject="node2", status="fail", severity="minor")]
+    _write_results(tmp_path, results, torn_tail='{"run_id": "test-run", "check": "audit.cut", "sta')
+    (tmp_path / "run.json").write_text(
+        json.dumps({"run_id": "test-run", "inventory": {"hosts": ["node1", "node2", "node9"], "groups": {}}})
+    )
+    score = score_run(tmp_path)
+    on_disk = json.loads((tmp_path / "score.json").read_text())
+    assert on_disk == json.loads(json.dumps(score))
+    assert on_disk["total"] == 41
+    assert any("results.jsonl:42" in w and "unreadable" in w for w in on_disk["load_warnings"])
+    assert on_disk["subjects"]["without_results"] == ["node9"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.jsonl", "run.json", "score.json"]
+
+
+def test_score_run_without_results_or_run_json(tmp_path):
+    score = score_run(tmp_path)
+    assert score["tier"] == "Participation"
+    assert any("results.jsonl does not exist" in w for w in score["load_warnings"])
+    assert any("run.json is missing" in w for w in score["load_warnings"])
+
+
+def test_score_run_uses_the_rubric_named_in_run_options(tmp_path, rubric):
+    custom = {k: v for k, v in rubric.items() if k != "path"} | {"name": "from-options", "caps": []}
+    rubric_path = tmp_path / "mine.yml"
+    rubric_path.write_text(json.dumps(custom))
+    _write_results(tmp_path / "run", [result("audit.a")])
+    (tmp_path / "run" / "run.json").write_text(json.dumps({"options": {"rubric": str(rubric_path)}}))
+    score = score_run(tmp_path / "run")
+    assert score["rubric"]["name"] == "from-options"
+    assert score["tier"] == "Platinum"  # no caps in this rubric
