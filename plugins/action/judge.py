@@ -50,17 +50,6 @@ author: clustereval developers
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def _selected(check_id: str, run_tags: list[str], skip_tags: list[str]) -> bool:
-    phase = catalogue.entry(check_id)["phase"]
-
-    def matches(tag: str) -> bool:
-        return tag in (check_id, phase) or check_id.startswith(tag + ".")
-
-    if any(matches(tag) for tag in skip_tags):
-        return False
-    return not run_tags or "all" in run_tags or any(matches(tag) for tag in run_tags)
-
-
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -92,7 +81,7 @@ class ActionModule(ActionBase):
         skip_tags = list(task_vars.get("ansible_skip_tags") or [])
         results = []
         for check_id in check_ids:
-            if not _selected(check_id, run_tags, skip_tags):
+            if not checks.selected(check_id, run_tags, skip_tags):
                 continue
             ctx = checks.Context(options=dict(options), **ctx_args)
             results.append(checks.evaluate(check_id, ctx, run_id))
@@ -112,7 +101,8 @@ class ActionModule(ActionBase):
     def _keep_artifacts(run_dir: str, subject: str, probes: dict[str, Any]) -> dict[str, Any]:
         """Write each probe's stdout under raw/<subject>/ and point the probe at it."""
         host_dir = os.path.join(run_dir, "raw", SAFE_NAME.sub("_", subject))
-        os.makedirs(host_dir, exist_ok=True)
+        if probes:
+            os.makedirs(host_dir, exist_ok=True)
         kept = {}
         for name, probe in probes.items():
             probe = dict(probe)

@@ -80,7 +80,7 @@ def run_probe(probe, limit):
     result.update(rc=None, stdout="", stderr="", timed_out=False, missing=False, truncated=False)
     if tool and shutil.which(tool) is None and not os.path.isabs(tool):
         result.update(rc=MISSING_RC, missing=True, duration_s=0.0,
-                      stderr="%s: command not found" % tool)
+                      stderr=f"{tool}: command not found")
         return result
     started = time.monotonic()
     try:
@@ -121,9 +121,9 @@ def main():
     names = [p.get("name") for p in probes]
     bad = [i for i, p in enumerate(probes) if not p.get("name") or not p.get("cmd")]
     if bad:
-        module.fail_json(msg="probes %s lack a name or a cmd" % bad)
+        module.fail_json(msg=f"probes {bad} lack a name or a cmd")
     if len(set(names)) != len(names):
-        module.fail_json(msg="probe names must be unique: %s" % names)
+        module.fail_json(msg=f"probe names must be unique: {names}")
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, module.params["parallel"])) as pool:
         results = list(pool.map(lambda p: run_probe(p, module.params["max_output_bytes"]), probes))

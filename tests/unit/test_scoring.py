@@ -104,9 +104,8 @@ def test_severity_weights_a_critical_fail_more_than_a_minor_one(rubric):
 
 
 def test_critical_fail_caps_at_bronze_and_names_the_check(rubric):
-    results = broad_passes(per_domain=10) + [
-        result("audit.fleet.gpu_consistency", subject="_cluster", status="fail", severity="critical")
-    ]
+    failing = result("audit.fleet.gpu_consistency", subject="_cluster", status="fail", severity="critical")
+    results = [*broad_passes(per_domain=10), failing]
     score = score_results(results, rubric)
     assert score["tier_before_caps"] == "Platinum"
     assert score["tier"] == "Bronze"
@@ -124,7 +123,8 @@ def test_critical_fail_caps_at_bronze_and_names_the_check(rubric):
 
 
 def test_major_fail_caps_at_silver(rubric):
-    results = broad_passes(per_domain=10) + [result("storage.mount.options", status="fail", severity="major")]
+    failing = result("storage.mount.options", status="fail", severity="major")
+    results = [*broad_passes(per_domain=10), failing]
     score = score_results(results, rubric)
     assert score["tier_before_caps"] == "Platinum"
     assert score["tier"] == "Silver"
@@ -132,7 +132,8 @@ def test_major_fail_caps_at_silver(rubric):
 
 
 def test_minor_fail_lowers_the_score_but_caps_nothing(rubric):
-    results = broad_passes(per_domain=10) + [result("storage.mount.noatime", status="fail", severity="minor")]
+    failing = result("storage.mount.noatime", status="fail", severity="minor")
+    results = [*broad_passes(per_domain=10), failing]
     score = score_results(results, rubric)
     assert score["caps_applied"] == []
     assert score["score"] < 100
@@ -155,6 +156,7 @@ def test_unreachable_node_caps_and_is_listed_but_scores_nothing_twice(rubric):
     assert "node3" in score["subjects"]["hosts"]
     assert score["tier"] == "Silver"
     assert "unreachable_nodes" in cap_ids(score)
+    assert "major_fail" not in cap_ids(score, binding_only=False)  # one cause, one cap
     # harness results are unscored: the node costs its cap, not score points as well
     assert score["score"] == score_results(base, rubric)["score"] == 100.0
     assert score["counts"]["fail"] == 1
@@ -214,7 +216,8 @@ def test_info_only_results_leave_the_run_unrated(rubric):
 
 
 def test_category_not_measured_is_excluded_and_said(rubric):
-    score = score_results([result("audit.a"), result("storage.b", status="skip", summary="no fio")], rubric)
+    audit_passes = [result(f"audit.a{i}") for i in range(5)]
+    score = score_results([*audit_passes, result("storage.b", status="skip", summary="no fio")], rubric)
     storage = score["categories"]["storage"]
     assert storage["measured"] is False and storage["score"] is None
     assert storage["counts"]["skip"] == 1

@@ -23,7 +23,7 @@ CheckFn = Callable[["Context"], "Verdict"]
 _CHECKS: dict[str, CheckFn] = {}
 
 
-class Skip(Exception):  # noqa: N818 - reads as a verdict: raise Skip("why")
+class Skip(Exception):
     """The check does not apply here; the message says why."""
 
 
@@ -164,9 +164,21 @@ def evaluate(check_id: str, ctx: Context, run_id: str) -> dict[str, Any]:
                        started=started, duration_s=time.monotonic() - t0)
 
 
-def is_cluster_check(check_id: str) -> bool:
-    return ".fleet." in check_id
+def selected(check_id: str, run_tags: list[str], skip_tags: list[str]) -> bool:
+    """Whether Ansible's ``--tags`` / ``--skip-tags`` select ``check_id``.
+
+    A tag matches a check when it is the check id, a dotted prefix of it (``audit.slurm``) or the
+    check's phase (``performance``); skip tags win over run tags, and no run tag (or ``all``) runs all.
+    """
+    phase = catalogue.entry(check_id)["phase"]
+
+    def matches(tag: str) -> bool:
+        return tag in (check_id, phase) or check_id.startswith(tag + ".")
+
+    if any(matches(tag) for tag in skip_tags):
+        return False
+    return not run_tags or "all" in run_tags or any(matches(tag) for tag in run_tags)
 
 
 __all__ = ["CLUSTER_SUBJECT", "Context", "HarnessError", "ProbeFailed", "Skip", "Verdict", "check",
-           "evaluate", "registered"]
+           "evaluate", "registered", "selected"]

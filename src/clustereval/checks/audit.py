@@ -26,8 +26,12 @@ def _slurm_node(ctx: Context) -> dict[str, Any]:
     try:
         data = ctx.parsed(SLURM_NODE_PROBE)
     except ProbeFailed as exc:
-        if "not found" in str(exc).lower():
+        message = str(exc).lower()
+        if "not found" in message:
             raise Skip(f"{ctx.subject} is not a node of the Slurm cluster ({exc})") from None
+        if "could not establish a configuration source" in message:
+            raise Skip(f"the Slurm client on {ctx.subject} has no configuration: not a Slurm cluster "
+                       f"node ({exc})") from None
         raise
     nodes = data.get("nodes") or []
     if not nodes:
@@ -143,8 +147,8 @@ def host_facts(ctx: Context) -> dict[str, Any]:
         facts["kernel"] = ctx.probe(KERNEL_PROBE).get("stdout", "").strip() or None
     except (Skip, HarnessError, ProbeFailed) as exc:
         facts["problems"]["kernel"] = str(exc)
-    facts["artifacts"] = {name: ctx.probes[name].get("artifact") for name in (GPU_PROBE, KERNEL_PROBE)
-                          if name in ctx.probes}
+    facts["artifacts"] = {key: ctx.probes[probe].get("artifact")
+                          for key, probe in (("gpu", GPU_PROBE), ("kernel", KERNEL_PROBE)) if probe in ctx.probes}
     return facts
 
 
@@ -156,30 +160,34 @@ def _odd_ones(values: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     return majority, {host: v for host, v in values.items() if repr(v) != majority_repr}
 
 
-def _fleet(ctx: Context, key: str) -> tuple[dict[str, Any], list[str], list[str]]:
-    """Per-host ``key`` values, the hosts without the fact, and the artifacts the values came from."""
+def _fleet(ctx: Context, key: str, source: str) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Per-host ``key`` values, the hosts without the fact, and the ``source`` artifacts they came from."""
     values, missing, artifacts = {}, [], []
     for host, facts in sorted(ctx.fleet.items()):
         if not facts or facts.get(key) is None:
             missing.append(host)
             continue
         values[host] = facts[key]
-        artifacts.extend(a for a in (facts.get("artifacts") or {}).values() if a)
+        artifact = (facts.get("artifacts") or {}).get(source)
+        if artifact:
+            artifacts.append(artifact)
     return values, missing, artifacts
 
 
 @check("audit.fleet.gpu_consistency")
 def fleet_gpu_consistency(ctx: Context) -> Verdict:
-    counts, missing, artifacts = _fleet(ctx, "gpu_count")
+    counts, missing, artifacts = _fleet(ctx, "gpu_count", "gpu")
     ctx.extra_artifacts.extend(artifacts)
     if len(counts) < 2:
         raise Skip(f"fewer than two nodes reported a GPU inventory (not assessed: {', '.join(missing) or '-'})")
+    if not any(counts.values()):
+        raise Skip(f"none of the {len(counts)} nodes has GPUs the driver can see (no nvidia-smi, or no GPUs)")
     evidence: dict[str, Any] = {"nodes_assessed": len(counts), "not_assessed": missing}
     findings: list[str] = []
     levels: set[str] = set()
     for key, label, severity in (("gpu_count", "GPU count", "fail"), ("gpu_models", "GPU model", "fail"),
                                  ("driver_version", "driver", "warn"), ("cuda_version", "CUDA", "warn")):
-        values, _, _ = _fleet(ctx, key)
+        values, _, _ = _fleet(ctx, key, "gpu")
         if not values:
             continue
         majority, odd = _odd_ones(values)
@@ -197,7 +205,7 @@ def fleet_gpu_consistency(ctx: Context) -> Verdict:
 
 @check("audit.fleet.kernel_consistency")
 def fleet_kernel_consistency(ctx: Context) -> Verdict:
-    kernels, missing, artifacts = _fleet(ctx, "kernel")
+    kernels, missing, artifacts = _fleet(ctx, "kernel", "kernel")
     ctx.extra_artifacts.extend(artifacts)
     if len(kernels) < 2:
         raise Skip(f"fewer than two nodes reported a kernel (not assessed: {', '.join(missing) or '-'})")

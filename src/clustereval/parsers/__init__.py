@@ -21,7 +21,7 @@ Parser = Callable[[str], dict[str, Any]]
 _REGISTRY: dict[str, Parser] = {}
 _LOADED = False
 
-__all__ = ["ParseError", "parse", "register", "tools", "get"]
+__all__ = ["ParseError", "get", "parse", "register", "tools"]
 
 
 def register(*names: str) -> Callable[[Parser], Parser]:

@@ -1,8 +1,9 @@
 """Parser for ``ibstat`` and ``ibstatus`` (infiniband-diags / rdma-core 17-50, MLNX_OFED 4.x-24.x).
 
-``ibstat``: ``CA 'mlx5_0'`` blocks with CA type, firmware/hardware version, GUIDs and ``Port N:`` sub-blocks
-(State, Physical state, Rate in Gb/s, LIDs, capability mask, link layer); tab- or space-indented, also when a
-document indented only the first line. ``ibstatus``: ``Infiniband device 'mlx5_0' port 1 status:`` blocks with
+``ibstat``: ``CA 'mlx5_0'`` blocks with CA type, firmware/hardware version, GUIDs and ``Port N:``
+sub-blocks (State, Physical state, Rate in Gb/s, LIDs, capability mask, link layer), tab- or space-indented.
+A capture whose ``CA`` line sits deeper than its own fields was re-indented by a document and is reported
+as ``complete: False``. ``ibstatus``: ``Infiniband device 'mlx5_0' port 1 status:`` blocks with
 ``state: 4: ACTIVE``, ``phys state: 5: LinkUp`` and ``rate: 200 Gb/sec (4X HDR)``. The format is detected.
 ``ibpanic``/``ibwarn`` lines (a device that vanished mid-listing) make the result ``complete: False``.
 """
@@ -64,10 +65,17 @@ def _parse_ibstat(lines: list[str]) -> tuple[list[dict[str, Any]], list[str], li
     failures: list[str] = []
     hca: dict[str, Any] | None = None
     port: dict[str, Any] | None = None
+    header_indent: int | None = None
     for raw in lines:
         line = raw.strip()
         if not line:
             continue
+        indent = len(raw) - len(raw.lstrip())
+        if header_indent is not None and indent < header_indent:
+            # ibstat prints "CA '...'" at column 0 and its fields deeper: this capture was re-indented
+            warnings.append(f"CA line indented deeper than its fields (near {line[:60]!r}): re-indented")
+            failures.append("inconsistent indentation: the output was altered after ibstat printed it")
+        header_indent = None
         if line.startswith(("ibpanic:", "ibwarn:", "ibstat:")):
             failures.append(line)
             continue
@@ -76,6 +84,7 @@ def _parse_ibstat(lines: list[str]) -> tuple[list[dict[str, Any]], list[str], li
             hca = {"name": match.group(1), "ports": []}
             hcas.append(hca)
             port = None
+            header_indent = indent
             continue
         match = _PORT.match(line)
         if match and hca is not None:

@@ -23,7 +23,8 @@ _KV = re.compile(r"^([A-Za-z_][A-Za-z0-9_ .]*?):\s*(.*?)\s*$")
 _GID = re.compile(r"^GID\[\s*(\d+)\]:\s*(\S+)(?:,\s*(.*))?$")
 _CODED = re.compile(r"^(.*?)\s*\((-?\d+)\)$")
 _PORT_FIELDS = {"state", "max_mtu", "active_mtu", "sm_lid", "port_lid", "port_lmc", "link_layer",
-                "max_msg_sz", "port_cap_flags", "port_cap_flags2", "max_vl_num", "bad_pkey_cntr", "qkey_viol_cntr", "sm_sl",
+                "max_msg_sz", "port_cap_flags", "port_cap_flags2", "max_vl_num", "bad_pkey_cntr",
+                "qkey_viol_cntr", "sm_sl",
                 "pkey_tbl_len", "gid_tbl_len", "subnet_timeout", "init_type_reply", "active_width",
                 "active_speed", "phys_state"}
 _FLAG = re.compile(r"^[A-Z][A-Z0-9_]+$")

@@ -23,7 +23,7 @@ from typing import Any
 from clustereval.parsers import register
 from clustereval.parsers._common import result
 from clustereval.parsers.errors import ParseError
-from clustereval.parsers.nvidia_smi_shared import Node, gpu_record, integer, number, text_or_none
+from clustereval.parsers.nvidia_smi_shared import Node, gpu_record, integer, text_or_none
 
 TOOL = "nvidia-smi-q-x"
 _DTD = re.compile(r"<!DOCTYPE\s+\w+\s+SYSTEM\s+\"([^\"]*)\"", re.IGNORECASE)
@@ -48,7 +48,7 @@ def _processes(gpu: ET.Element) -> list[dict[str, Any]]:
             "pid": integer(info.findtext("pid")),
             "type": text_or_none(info.findtext("type")),
             "name": text_or_none(info.findtext("process_name")),
-            "used_memory_mib": number(info.findtext("used_memory")),
+            "used_memory_mib": integer(info.findtext("used_memory")),
             "gpu_instance_id": integer(info.findtext("gpu_instance_id")),
             "compute_instance_id": integer(info.findtext("compute_instance_id")),
         })
@@ -64,8 +64,8 @@ def _mig_devices(gpu: ET.Element) -> list[dict[str, Any]]:
             "gpu_instance_id": integer(dev.findtext("gpu_instance_id")),
             "compute_instance_id": integer(dev.findtext("compute_instance_id")),
             "multiprocessor_count": integer(dev.findtext("device_attributes/shared/multiprocessor_count")),
-            "memory_total_mib": number(dev.findtext("fb_memory_usage/total")),
-            "memory_used_mib": number(dev.findtext("fb_memory_usage/used")),
+            "memory_total_mib": integer(dev.findtext("fb_memory_usage/total")),
+            "memory_used_mib": integer(dev.findtext("fb_memory_usage/used")),
         })
     return out
 

@@ -224,6 +224,10 @@ _INT_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+# Text labels whose slug differs from the XML tag for the same ECC counter.
+_ECC_ALIASES = {"sram_uncorrectable_sec_ded": "sram_uncorrectable_secded", "texture_shared": "texture_shm"}
+
+
 def _sum(values: list[int | None]) -> int | None:
     present = [v for v in values if v is not None]
     return sum(present) if present else None
@@ -244,19 +248,20 @@ def ecc_errors(node: Node | None) -> dict[str, Any] | None:
             out[f"{scope}_correctable"] = None
             out[f"{scope}_uncorrectable"] = None
             continue
-        counters = {name: counter(value) for name, value in part.leaves() if value is not None}
+        counters = {_ECC_ALIASES.get(name, name): counter(value)
+                    for name, value in part.leaves() if value is not None}
         single, double = part.child("single_bit"), part.child("double_bit")
         if single is not None or double is not None:
             correctable = integer(single.get("total")) if single else None
             uncorrectable = integer(double.get("total")) if double else None
-            counters = {f"{unit}_{name}": counter(value)
+            counters = {f"{unit}_{_ECC_ALIASES.get(name, name)}": counter(value)
                         for unit, sub in (("single_bit", single), ("double_bit", double)) if sub
                         for name, value in sub.leaves()}
         else:
             correctable = _sum([counters.get("sram_correctable"), counters.get("dram_correctable")])
             uncorrectable = _sum([
                 counters.get("sram_uncorrectable"), counters.get("sram_uncorrectable_parity"),
-                counters.get("sram_uncorrectable_secded"), counters.get("sram_uncorrectable_sec_ded"),
+                counters.get("sram_uncorrectable_secded"),
                 counters.get("dram_uncorrectable")])
         out[f"{scope}_correctable"] = correctable
         out[f"{scope}_uncorrectable"] = uncorrectable
@@ -297,6 +302,12 @@ def gpu_record(tree: Node, index: int, dialect: str, bus_id: str | None) -> dict
     rec["throttle_reason_counters_us"] = (
         {reason_name(n): integer(v) for n, v in counters.leaves() if v is not None}
         if counters is not None and counters.children else None)
+    samples = tree.child("power_samples")
+    rec["power_samples"] = ({"duration_s": number(samples.get("duration")),
+                             "count": integer(samples.get("number_of_samples")),
+                             "max_w": number(samples.get("max")), "min_w": number(samples.get("min")),
+                             "avg_w": number(samples.get("avg"))}
+                            if samples is not None and samples.children else None)
     rec["reset_required"] = enabled(tree.get("gpu_reset_status/reset_required"))
     rec["drain_and_reset_recommended"] = enabled(tree.get("gpu_reset_status/drain_and_reset_recommended"))
     return rec
@@ -312,7 +323,7 @@ def _retired_pages(node: Node | None, dialect: str) -> dict[str, Any] | None:
         single = integer(node.get("single_bit_ecc"))
         double = integer(node.get("double_bit_ecc"))
     return {"single_bit_ecc": single, "double_bit_ecc": double,
-            "pending_blacklist": enabled(node.get("pending_blacklist", "pending_page_blacklist")),
+            "pending_blacklist": enabled(node.get("pending_blacklist", "pending_page_blacklist", "pending")),
             "pending_retirement": enabled(node.get("pending_retirement"))}
 
 

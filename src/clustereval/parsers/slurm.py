@@ -307,7 +307,8 @@ def _parse_show_node(text: str) -> dict[str, Any]:
     warnings = [f"line not understood: {line[:200]}" for line in stray if not line.startswith("Node data as")]
     nodes, complete = [], True
     for rec in records:
-        if "State" not in rec or not any(k in rec for k in ("CfgTRES", "AllocTRES", "CapWatts", "CurrentWatts")):
+        tail_keys = ("CfgTRES", "AllocTRES", "CapWatts", "CurrentWatts")
+        if "State" not in rec or not any(k in rec for k in tail_keys):
             complete = False
             warnings.append(f"node record {rec.get('NodeName')!r} is cut short (no State/CfgTRES lines)")
         nodes.append(_node_from_record(rec))
@@ -352,8 +353,10 @@ def _parse_show_job(text: str) -> dict[str, Any]:
             "reason": _null(rec.get("Reason")), "partition": rec.get("Partition"),
             "nodelist": _null(rec.get("NodeList")), "num_nodes": to_int(rec.get("NumNodes")),
             "num_cpus": to_int(rec.get("NumCPUs")),
-            "gpus": _tres_value(rec.get("AllocTRES"), "gres/gpu") or _tres_value(rec.get("ReqTRES"), "gres/gpu"),
-            "run_time": rec.get("RunTime"), "time_limit": rec.get("TimeLimit"), "exit_code": rec.get("ExitCode"),
+            "gpus": (_tres_value(rec.get("AllocTRES"), "gres/gpu")
+                     or _tres_value(rec.get("ReqTRES"), "gres/gpu")),
+            "run_time": rec.get("RunTime"), "time_limit": rec.get("TimeLimit"),
+            "exit_code": rec.get("ExitCode"),
             "node_details": rec["_details"], "fields": fields})
     complete = all(j["state"] is not None for j in jobs)
     if not complete:
@@ -418,7 +421,8 @@ _SINFO_HEADERS = {
     "AVAIL": "avail", "TIMELIMIT": "timelimit", "NODES": "nodes_count", "CPUS(A/I/O/T)": "cpus_state",
     "S:C:T": "sct", "FREE_MEM": "free_memory_mb", "CPU_LOAD": "cpu_load", "VERSION": "version",
     "AVAIL_FEATURES": "features", "ACTIVE_FEATURES": "active_features", "WEIGHT": "weight",
-    "TMP_DISK": "tmp_disk_mb", "SOCKETS": "sockets", "CORES": "cores_per_socket", "THREADS": "threads_per_core",
+    "TMP_DISK": "tmp_disk_mb", "SOCKETS": "sockets", "CORES": "cores_per_socket",
+    "THREADS": "threads_per_core",
     "NODES(A/I)": "nodes_ai", "NODES(A/I/O/T)": "nodes_aiot", "CLUSTER": "cluster", "JOB_SIZE": "job_size",
     "ROOT": "root", "OVERSUBSCRIBE": "oversubscribe", "OVERSUBS": "oversubscribe", "GROUPS": "groups",
     "STATE_LONG": "state",
@@ -461,7 +465,8 @@ def _rows_to_nodes(rows: list[dict[str, str]], warnings: list[str]) -> list[dict
         elif row.get("nodelist"):
             names = expand_hostlist(row["nodelist"])
             if len(names) >= MAX_HOSTLIST:
-                warnings.append(f"hostlist {row['nodelist'][:80]} expanded to the first {MAX_HOSTLIST} names only")
+                warnings.append(f"hostlist {row['nodelist'][:80]} expanded to the first "
+                                f"{MAX_HOSTLIST} names only")
         partition = row.get("partition")
         partition = partition.rstrip("*") if partition else None
         reason, user, when = _split_reason(row.get("reason"))
@@ -507,7 +512,8 @@ def _table_rows(lines: list[str], header: list[str], pipe: bool, warnings: list[
             continue
         cells = _split_row(line, len(names), reason_index, pipe)
         if cells is None:
-            warnings.append(f"line {number} does not match the header ({len(names)} columns): {line.strip()[:160]}")
+            warnings.append(f"line {number} does not match the header ({len(names)} columns): "
+                            f"{line.strip()[:160]}")
             continue
         row: dict[str, str] = {}
         for key, cell in zip(names, cells, strict=False):
@@ -529,8 +535,9 @@ def _parse_sinfo(lines: list[str], header_index: int) -> dict[str, Any]:
     if "avail" in {k for row in rows for k in row} and any("partition" in row for row in rows):
         for row in rows:
             name = row.get("partition", "")
-            partitions.append({"name": name.rstrip("*"), "default": name.endswith("*"), "avail": row.get("avail"),
-                               "timelimit": row.get("timelimit"), "nodes_count": to_int(row.get("nodes_count")),
+            partitions.append({"name": name.rstrip("*"), "default": name.endswith("*"),
+                               "avail": row.get("avail"), "timelimit": row.get("timelimit"),
+                               "nodes_count": to_int(row.get("nodes_count")),
                                **normalise_state(row.get("state")), "nodelist": row.get("nodelist")})
     complete = not warnings or all("expanded to" in w for w in warnings)
     return _envelope("sinfo", complete, warnings, nodes=nodes, partitions=partitions)
@@ -655,7 +662,8 @@ def _parse_squeue(lines: list[str], header_index: int) -> dict[str, Any]:
             continue
         cells = line.split(None, len(keys) - 1)
         if len(cells) != len(keys):
-            warnings.append(f"squeue line {number} has {len(cells)} columns, expected {len(keys)}: {line[:120]}")
+            warnings.append(f"squeue line {number} has {len(cells)} columns, expected {len(keys)}: "
+                            f"{line[:120]}")
             continue
         row = dict(zip(keys, cells, strict=True))
         row["job_id"] = row.get("jobid")
@@ -705,7 +713,8 @@ def _parse_json(text: str) -> dict[str, Any]:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         if "\n" not in text[exc.pos:].rstrip() or not text[exc.pos:].strip():
-            raise ParseError(f"slurm --json output is truncated at byte {len(text.encode('utf-8', 'replace'))}: "
+            size = len(text.encode("utf-8", "replace"))
+            raise ParseError(f"slurm --json output is truncated at byte {size}: "
                              f"{exc.msg}") from None
         raise ParseError(f"slurm --json output is malformed at line {exc.lineno} column {exc.colno}: "
                          f"{exc.msg}") from None
@@ -722,7 +731,8 @@ def _parse_json(text: str) -> dict[str, Any]:
         fmt = "scontrol_json" if isinstance(command, list) and "scontrol" in command else "sinfo_json"
         return _envelope(fmt, True, warnings, nodes=nodes, slurm_version=version)
     if isinstance(doc.get("sinfo"), list):
-        return _envelope("sinfo_json", True, warnings, nodes=_sinfo_v40_nodes(doc["sinfo"]), slurm_version=version)
+        nodes = _sinfo_v40_nodes(doc["sinfo"])
+        return _envelope("sinfo_json", True, warnings, nodes=nodes, slurm_version=version)
     if isinstance(doc.get("jobs"), list):
         jobs = [{"job_id": j.get("job_id"), "name": j.get("name"), "state": j.get("job_state"),
                  "partition": j.get("partition"), "nodelist": j.get("nodes")}
@@ -782,7 +792,8 @@ def parse(text: str) -> dict[str, Any]:
     not_found = re.match(r"^(Node|Partition|Job(?: ID)?) (\S+) not found", nonblank[0].strip())
     if not_found and len(nonblank) == 1:
         kind, name = not_found.group(1), not_found.group(2)
-        fmt = {"Node": "scontrol_show_node", "Partition": "scontrol_show_partition"}.get(kind, "scontrol_show_job")
+        fmt = {"Node": "scontrol_show_node", "Partition": "scontrol_show_partition"}.get(
+            kind, "scontrol_show_job")
         return _envelope(fmt, True, [f"{kind.lower()} {name} not found"])
     starts = [ln.strip().split("=", 1)[0] for ln in nonblank]
     if "NodeName" in starts:
@@ -791,7 +802,8 @@ def parse(text: str) -> dict[str, Any]:
         return _parse_show_partition(text)
     if "JobId" in starts:
         return _parse_show_job(text)
-    if nonblank[0].startswith("Configuration data as of") or sum(" = " in ln for ln in nonblank) > len(nonblank) / 2:
+    config_like = sum(" = " in ln for ln in nonblank) > len(nonblank) / 2
+    if nonblank[0].startswith("Configuration data as of") or config_like:
         return _parse_show_config(text)
     first = nonblank[0]
     if "|" in first and re.search(r"(^|\|)(JobID|JobIDRaw)(\||$)", first):

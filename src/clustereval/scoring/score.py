@@ -24,7 +24,7 @@ RUN_FILE = "run.json"
 REACHABILITY_CHECK = "harness.node.reachable"
 VERDICTS = ("pass", "warn", "fail")
 
-_RESULT_MATCH_KEYS = {"status", "severity", "domain", "check", "phase"}
+_RESULT_MATCH_KEYS = {"status", "severity", "domain", "check", "phase", "exclude_domain"}
 _AGGREGATE_KEYS = {"unreachable_nodes_at_least", "coverage_below", "measured_weight_below"}
 
 
@@ -135,10 +135,14 @@ def _normalised(result: dict[str, Any], catalogue: dict[str, Any] | None, notes:
 
 
 def _matches(result: dict[str, Any], when: dict[str, Any]) -> bool:
+    """Whether a result meets every field of a cap condition (values may be lists and globs)."""
     for key, wanted in when.items():
-        have = str(result.get(key, ""))
         options = wanted if isinstance(wanted, list) else [wanted]
-        if not any(fnmatch.fnmatchcase(have, str(opt)) for opt in options):
+        if key == "exclude_domain":
+            if any(fnmatch.fnmatchcase(str(result.get("domain", "")), str(opt)) for opt in options):
+                return False
+            continue
+        if not any(fnmatch.fnmatchcase(str(result.get(key, "")), str(opt)) for opt in options):
             return False
     return True
 

@@ -49,7 +49,7 @@ def _proc_stat(pid: int) -> list[str] | None:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return raw[raw.rindex(")") + 2:].split()
+    return raw[raw.rindex(")") + 2 :].split()
 
 
 def pid_alive(pid: int | None, started: str | None = None) -> bool:
@@ -100,9 +100,13 @@ def _in_namespaces(namespaces: list[tuple[str, str]]) -> set[int]:
     wanted = set(namespaces)
     if not wanted:
         return set()
-    return {pid for pid in _all_pids()
-            if pid != os.getpid() and (_namespace(pid, "mnt"), _namespace(pid, "uts")) in wanted
-            and pid_alive(pid)}
+    return {
+        pid
+        for pid in _all_pids()
+        if pid != os.getpid()
+        and (_namespace(pid, "mnt"), _namespace(pid, "uts")) in wanted
+        and pid_alive(pid)
+    }
 
 
 def _terminate(pids: set[int], grace_s: float = 3.0) -> set[int]:
@@ -155,7 +159,7 @@ def _read_state(directory: Path) -> dict[str, Any] | None:
 
 def _write_state(directory: Path, state: dict[str, Any]) -> None:
     tmp = directory / "state.json.tmp"
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
+    tmp.write_text(json.dumps(state, indent=2))
     tmp.replace(directory / "state.json")
 
 
@@ -218,8 +222,16 @@ def _register_block(directory: Path, state: dict[str, Any]) -> None:
     registry.mkdir(exist_ok=True)
     name = hashlib.sha256(str(directory).encode()).hexdigest()[:16]
     ctl = state["processes"].get("slurmctld", {})
-    (registry / name).write_text(json.dumps({"directory": str(directory), "block": state["block"],
-                                             "pid": ctl.get("pid"), "started": ctl.get("started")}))
+    (registry / name).write_text(
+        json.dumps(
+            {
+                "directory": str(directory),
+                "block": state["block"],
+                "pid": ctl.get("pid"),
+                "started": ctl.get("started"),
+            }
+        )
+    )
 
 
 # ----------------------------------------------------------------------------------------- configuration
@@ -318,7 +330,8 @@ def _slurm_conf(directory: Path, state: dict[str, Any], nodes: list[dict[str, An
         cores = max(1, s["cpus"] // 2)
         gres = f" Gres=gpu:{s['gres_type']}:{s['gres_count']}" if s["gres_count"] else ""
         lines.append(
-            f"NodeName={node['name']} NodeHostname={node['name']} NodeAddr=127.0.0.1 Port={node['slurmd_port']} "
+            f"NodeName={node['name']} NodeHostname={node['name']} NodeAddr=127.0.0.1 "
+            f"Port={node['slurmd_port']} "
             f"CPUs={cores * 2} Boards=1 SocketsPerBoard=2 CoresPerSocket={cores} ThreadsPerCore=1 "
             f"RealMemory={s['real_memory_mb']}{gres} State=UNKNOWN"
         )
@@ -331,7 +344,9 @@ def _gres_conf(nodes: list[dict[str, Any]], dev_dir: Path) -> str:
     for node in nodes:
         s = node["state"]["slurm"]
         if s["gres_count"]:
-            files = f"{dev_dir}/nvidia[0-{s['gres_count'] - 1}]" if s["gres_count"] > 1 else f"{dev_dir}/nvidia0"
+            files = (
+                f"{dev_dir}/nvidia[0-{s['gres_count'] - 1}]" if s["gres_count"] > 1 else f"{dev_dir}/nvidia0"
+            )
             lines.append(f"NodeName={node['name']} Name=gpu Type={s['gres_type']} File={files}")
     return "\n".join(lines) + "\n"
 
@@ -353,24 +368,26 @@ exit 0
 def _sshd_config(directory: Path, node: dict[str, Any], slurm_conf: Path) -> str:
     p = _paths(directory)
     nd = p["nodes"] / node["name"]
-    return "\n".join([
-        f"ListenAddress {node['address']}:22",
-        f"HostKey {p['ssh'] / 'ssh_host_ed25519_key'}",
-        f"PidFile {nd / 'sshd.pid'}",
-        "PermitRootLogin prohibit-password",
-        "PubkeyAuthentication yes",
-        "PasswordAuthentication no",
-        "KbdInteractiveAuthentication no",
-        "UsePAM no",
-        f"AuthorizedKeysFile {p['ssh'] / 'authorized_keys'}",
-        "StrictModes no",
-        f"SetEnv SIMNODE={node['name']} SIMNODE_ROOT=/sim SLURM_CONF={slurm_conf} PATH={NODE_PATH}",
-        "Subsystem sftp /usr/lib/openssh/sftp-server",
-        "LogLevel ERROR",
-        "MaxStartups 100:30:200",
-        "MaxSessions 50",
-        "",
-    ])
+    return "\n".join(
+        [
+            f"ListenAddress {node['address']}:22",
+            f"HostKey {p['ssh'] / 'ssh_host_ed25519_key'}",
+            f"PidFile {nd / 'sshd.pid'}",
+            "PermitRootLogin prohibit-password",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            f"AuthorizedKeysFile {p['ssh'] / 'authorized_keys'}",
+            "StrictModes no",
+            f"SetEnv SIMNODE={node['name']} SIMNODE_ROOT=/sim SLURM_CONF={slurm_conf} PATH={NODE_PATH}",
+            "Subsystem sftp /usr/lib/openssh/sftp-server",
+            "LogLevel ERROR",
+            "MaxStartups 100:30:200",
+            "MaxSessions 50",
+            "",
+        ]
+    )
 
 
 def _inventory(directory: Path, nodes: list[dict[str, Any]]) -> str:
@@ -383,7 +400,8 @@ def _inventory(directory: Path, nodes: list[dict[str, Any]]) -> str:
         "ansible_user=root",
         f"ansible_ssh_private_key_file={key}",
         "ansible_python_interpreter=/usr/bin/python3",
-        "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR'",
+        "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+        "-o LogLevel=ERROR'",
         "clustereval_storage_scratch_dir=/sim/scratch",
         "",
     ]
@@ -438,8 +456,13 @@ def _wait(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
 def _sinfo_states(directory: Path) -> dict[str, tuple[str, str]]:
     """``{node: (state, reason)}`` from the cluster's own ``sinfo``."""
     try:
-        out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N|%t|%E"], env=_slurm_env(directory),
-                             capture_output=True, text=True, timeout=10).stdout
+        out = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%N|%t|%E"],
+            env=_slurm_env(directory),
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return {}
     states = {}
@@ -482,25 +505,54 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     node_list = []
     for name in node_names(nodes):
         index = int(name[4:])
-        node_list.append({"name": name, "address": f"{block}.{index}", "slurmd_port": _free_port(),
-                          "state": render_node(prof, name)})
+        node_list.append(
+            {
+                "name": name,
+                "address": f"{block}.{index}",
+                "slurmd_port": _free_port(),
+                "state": render_node(prof, name),
+            }
+        )
     state: dict[str, Any] = {
-        "directory": str(directory), "profile": prof["name"], "profile_path": prof["path"],
-        "slurm_name": slurm_name, "block": block, "started_at": time.time(),
+        "directory": str(directory),
+        "profile": prof["name"],
+        "profile_path": prof["path"],
+        "slurm_name": slurm_name,
+        "block": block,
+        "started_at": time.time(),
         "ports": {"slurmctld": _free_port(), **{n["name"]: n["slurmd_port"] for n in node_list}},
         "munge_socket": str(_munge_socket(directory, slurm_name)),
-        "nodes": {n["name"]: {"address": n["address"], "unreachable": n["state"]["unreachable"],
-                              "expected_state": n["state"]["slurm"]["state"],
-                              "reason": n["state"]["slurm"]["reason"]} for n in node_list},
-        "processes": {}, "namespaces": {},
+        "nodes": {
+            n["name"]: {
+                "address": n["address"],
+                "unreachable": n["state"]["unreachable"],
+                "expected_state": n["state"]["slurm"]["state"],
+                "reason": n["state"]["slurm"]["reason"],
+            }
+            for n in node_list
+        },
+        "processes": {},
+        "namespaces": {},
     }
     _write_state(directory, state)
 
     # ssh identity: one client key (the inventory's) and one host key for the whole cluster
     for key in ("id_ed25519", "ssh_host_ed25519_key"):
         if not (p["ssh"] / key).exists():
-            _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"clustereval-{slurm_name}",
-                  "-f", str(p["ssh"] / key)])
+            _run(
+                [
+                    "ssh-keygen",
+                    "-q",
+                    "-t",
+                    "ed25519",
+                    "-N",
+                    "",
+                    "-C",
+                    f"clustereval-{slurm_name}",
+                    "-f",
+                    str(p["ssh"] / key),
+                ]
+            )
     (p["ssh"] / "authorized_keys").write_text((p["ssh"] / "id_ed25519.pub").read_text())
     (p["ssh"] / "authorized_keys").chmod(0o600)
 
@@ -524,11 +576,21 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     key.chmod(0o400)
     munge_log = p["munge"] / "munged.log"
     proc = subprocess.Popen(
-        ["munged", "--foreground", "--force", f"--socket={state['munge_socket']}", f"--key-file={key}",
-         f"--pid-file={p['munge'] / 'munged.pid'}", f"--log-file={munge_log}",
-         f"--seed-file={p['munge'] / 'munged.seed'}"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(munge_log, "ab"),  # noqa: SIM115
-        start_new_session=True)
+        [
+            "munged",
+            "--foreground",
+            "--force",
+            f"--socket={state['munge_socket']}",
+            f"--key-file={key}",
+            f"--pid-file={p['munge'] / 'munged.pid'}",
+            f"--log-file={munge_log}",
+            f"--seed-file={p['munge'] / 'munged.seed'}",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(munge_log, "ab"),  # noqa: SIM115
+        start_new_session=True,
+    )
     _record(directory, state, "munged", proc.pid)
     if not _wait(lambda: Path(state["munge_socket"]).exists() or proc.poll() is not None, 10):
         pass
@@ -543,36 +605,56 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
         nd = p["nodes"] / node["name"]
         (nd / "sshd_config").write_text(_sshd_config(directory, node, conf))
         root = nd / "root"
-        script = (f"hostname {node['name']} && mkdir -p /sim && mount --bind {root} /sim && "
-                  f"exec /usr/sbin/sshd -D -f {nd / 'sshd_config'} -E {nd / 'sshd.log'}")
+        script = (
+            f"hostname {node['name']} && mkdir -p /sim && mount --bind {root} /sim && "
+            f"exec /usr/sbin/sshd -D -f {nd / 'sshd_config'} -E {nd / 'sshd.log'}"
+        )
         sshd_procs[node["name"]] = subprocess.Popen(
             ["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c", script],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(nd / "sshd.log", "ab"),  # noqa: SIM115
-            start_new_session=True)
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=open(nd / "sshd.log", "ab"),  # noqa: SIM115
+            start_new_session=True,
+        )
         _record(directory, state, f"sshd:{node['name']}", sshd_procs[node["name"]].pid)
 
     # slurmctld (clean state: a re-up must not inherit drains from the last run)
     ctl_log = p["slurm"] / "log" / "slurmctld.log"
     env = _slurm_env(directory)
-    ctl = subprocess.Popen(["slurmctld", "-D", "-c", "-f", str(conf)], env=env, stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=open(ctl_log, "ab"),  # noqa: SIM115
-                           start_new_session=True)
+    ctl = subprocess.Popen(
+        ["slurmctld", "-D", "-c", "-f", str(conf)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(ctl_log, "ab"),  # noqa: SIM115
+        start_new_session=True,
+    )
     _record(directory, state, "slurmctld", ctl.pid)
     _register_block(directory, state)
 
     for name, proc in sshd_procs.items():
         node = next(n for n in node_list if n["name"] == name)
         log = p["nodes"] / name / "sshd.log"
-        if not _wait(lambda proc=proc, node=node: proc.poll() is not None
-                     or not _address_free(node["address"]), 10):
+        if not _wait(
+            lambda proc=proc, node=node: proc.poll() is not None or not _address_free(node["address"]), 10
+        ):
             raise SimError(f"sshd of {name} did not listen on {node['address']}:22; log {log}:\n{_tail(log)}")
         if proc.poll() is not None:
             raise SimError(f"sshd of {name} exited ({proc.returncode}); log {log}:\n{_tail(log)}")
         state["namespaces"][name] = [_namespace(proc.pid, "mnt"), _namespace(proc.pid, "uts")]
     _write_state(directory, state)
 
-    if not _wait(lambda: ctl.poll() is not None or subprocess.run(
-            ["scontrol", "ping"], env=env, capture_output=True, text=True).stdout.count("UP") > 0, 15, 0.1):
+    if not _wait(
+        lambda: (
+            ctl.poll() is not None
+            or subprocess.run(["scontrol", "ping"], env=env, capture_output=True, text=True).stdout.count(
+                "UP"
+            )
+            > 0
+        ),
+        15,
+        0.1,
+    ):
         raise SimError(f"slurmctld did not answer; log {ctl_log}:\n{_tail(ctl_log)}")
     if ctl.poll() is not None:
         raise SimError(f"slurmctld exited ({ctl.returncode}); log {ctl_log}:\n{_tail(ctl_log)}")
@@ -581,21 +663,35 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
         log = p["slurm"] / "log" / f"slurmd-{name}.log"
         slurmd = subprocess.Popen(
             ["nsenter", "-t", str(proc.pid), "--uts", "--mount", "slurmd", "-D", "-N", name, "-f", str(conf)],
-            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=open(log, "ab"),  # noqa: SIM115
-            start_new_session=True)
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=open(log, "ab"),  # noqa: SIM115
+            start_new_session=True,
+        )
         _record(directory, state, f"slurmd:{name}", slurmd.pid)
 
     for node in node_list:
         s = node["state"]["slurm"]
         if not node["state"]["unreachable"] and s["state"].startswith("drain"):
-            subprocess.run(["scontrol", "update", f"nodename={node['name']}", "state=drain",
-                            f"reason={s['reason'] or 'drained by profile'}"], env=env, capture_output=True)
+            subprocess.run(
+                [
+                    "scontrol",
+                    "update",
+                    f"nodename={node['name']}",
+                    "state=drain",
+                    f"reason={s['reason'] or 'drained by profile'}",
+                ],
+                env=env,
+                capture_output=True,
+            )
     _wait_ready(directory, state, node_list)
     return status(directory)
 
 
 def _wait_ready(directory: Path, state: dict[str, Any], node_list: list[dict[str, Any]]) -> None:
     """Block until every reachable node has registered in the state its profile asks for."""
+
     def expected(node: dict[str, Any]) -> tuple[str, ...]:
         if node["state"]["slurm"]["state"].startswith("drain"):
             return ("drain", "drng")
@@ -618,10 +714,15 @@ def _wait_ready(directory: Path, state: dict[str, Any], node_list: list[dict[str
     for node in waiting:
         got = last.get(node["name"], ("missing", ""))[0]
         if got not in expected(node):
-            problems.append(f"{node['name']} is {got!r} (want {'/'.join(expected(node))}); "
-                            f"slurmd log:\n{_tail(slurm_dir / 'log' / ('slurmd-' + node['name'] + '.log'))}")
-    raise SimError("simulated nodes did not come up:\n" + "\n".join(problems)
-                   + f"\nslurmctld log:\n{_tail(slurm_dir / 'log' / 'slurmctld.log')}")
+            problems.append(
+                f"{node['name']} is {got!r} (want {'/'.join(expected(node))}); "
+                f"slurmd log:\n{_tail(slurm_dir / 'log' / ('slurmd-' + node['name'] + '.log'))}"
+            )
+    raise SimError(
+        "simulated nodes did not come up:\n"
+        + "\n".join(problems)
+        + f"\nslurmctld log:\n{_tail(slurm_dir / 'log' / 'slurmctld.log')}"
+    )
 
 
 def down(directory: str | Path) -> dict[str, Any]:
@@ -648,7 +749,9 @@ def down(directory: str | Path) -> dict[str, Any]:
     signalled = _terminate(set(targets))
     stopped = [{"pid": pid, "what": targets[pid]} for pid in sorted(signalled)]
     with contextlib.suppress(OSError):
-        (Path("/tmp/clustereval-sim-blocks") / hashlib.sha256(str(directory).encode()).hexdigest()[:16]).unlink()
+        (
+            Path("/tmp/clustereval-sim-blocks") / hashlib.sha256(str(directory).encode()).hexdigest()[:16]
+        ).unlink()
     state["processes"] = {}
     state["namespaces"] = {}
     state["stopped_at"] = time.time()
@@ -687,8 +790,11 @@ def status(directory: str | Path) -> dict[str, Any]:
         "inventory": str(_paths(directory)["inventory"]),
         "slurm_conf": str(_paths(directory)["slurm"] / "slurm.conf"),
         "running": controller_alive,
-        "controller": {"alive": controller_alive, "port": state["ports"]["slurmctld"],
-                       "munged_alive": alive("munged")},
+        "controller": {
+            "alive": controller_alive,
+            "port": state["ports"]["slurmctld"],
+            "munged_alive": alive("munged"),
+        },
         "nodes": nodes,
     }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +21,33 @@ PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 
 # CUDA version the driver reports, per driver branch; used when a node overrides only the driver version.
 CUDA_BY_DRIVER_BRANCH = {
-    "470": "11.4", "510": "11.6", "515": "11.7", "525": "12.0", "530": "12.1", "535": "12.2",
-    "545": "12.3", "550": "12.4", "555": "12.5", "560": "12.6", "565": "12.7", "570": "12.8",
-    "575": "12.9", "580": "13.0",
+    "470": "11.4",
+    "510": "11.6",
+    "515": "11.7",
+    "525": "12.0",
+    "530": "12.1",
+    "535": "12.2",
+    "545": "12.3",
+    "550": "12.4",
+    "555": "12.5",
+    "560": "12.6",
+    "565": "12.7",
+    "570": "12.8",
+    "575": "12.9",
+    "580": "13.0",
 }
 
 NVIDIA_SMI_MODES = ("ok", "truncated", "garbage", "missing")
 KNOWN_FAULTS = {
-    "gpu_missing", "slurm_state", "slurm_reason", "unreachable", "nvidia_smi", "driver_version",
-    "cuda_version", "gpu_temperature_c", "xid",
+    "gpu_missing",
+    "slurm_state",
+    "slurm_reason",
+    "unreachable",
+    "nvidia_smi",
+    "driver_version",
+    "cuda_version",
+    "gpu_temperature_c",
+    "xid",
 }
 
 
@@ -73,18 +92,25 @@ def load_profile(name_or_path: str | Path) -> dict[str, Any]:
         name = f"node{key}" if isinstance(key, int) or str(key).isdigit() else str(key)
         if not isinstance(override, dict):
             raise ProfileError(f"profile {path}: nodes.{key} must be a mapping")
-        unknown = set((override.get("faults") or {})) - KNOWN_FAULTS
+        unknown = set(override.get("faults") or {}) - KNOWN_FAULTS
         if unknown:
             raise ProfileError(
-                f"profile {path}: nodes.{key}.faults has unknown keys {sorted(unknown)}; known: {sorted(KNOWN_FAULTS)}"
+                f"profile {path}: nodes.{key}.faults has unknown keys {sorted(unknown)}; "
+                f"known: {sorted(KNOWN_FAULTS)}"
             )
         mode = (override.get("faults") or {}).get("nvidia_smi", "ok")
         if mode not in NVIDIA_SMI_MODES:
-            raise ProfileError(f"profile {path}: nodes.{key}.faults.nvidia_smi must be one of {NVIDIA_SMI_MODES}")
+            raise ProfileError(
+                f"profile {path}: nodes.{key}.faults.nvidia_smi must be one of {NVIDIA_SMI_MODES}"
+            )
         normalised[name] = override
     cluster = data["cluster"]
-    return {"name": str(cluster.get("name") or path.stem), "path": str(path), "cluster": cluster,
-            "nodes": normalised}
+    return {
+        "name": str(cluster.get("name") or path.stem),
+        "path": str(path),
+        "cluster": cluster,
+        "nodes": normalised,
+    }
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -124,7 +150,11 @@ def gpu_serial(cluster: str, node: str, index: int) -> str:
 def gres_type(model: str) -> str:
     """Slurm GRES type from the GPU model name: ``NVIDIA H100 80GB HBM3`` -> ``h100``."""
     words = [w for w in model.split() if w.upper() not in ("NVIDIA", "TESLA", "GEFORCE", "RTX")]
-    return (words[0] if words else "gpu").lower().replace("-", "_")
+    if not words:
+        return "gpu"
+    # sites name the type after the chip: "A100-SXM4-80GB" -> "a100", "H100" -> "h100"
+    chip = re.match(r"[a-z]+\d+", words[0].lower())
+    return chip.group(0) if chip else words[0].lower().replace("-", "_")
 
 
 def _per_gpu(value: Any, index: int, default: Any) -> Any:
@@ -146,8 +176,14 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
     faults = settings["faults"]
     gpu_cfg = settings.get("gpus") or {}
     driver = str(faults.get("driver_version") or settings.get("driver_version") or "550.90.07")
-    cuda = str(faults.get("cuda_version") or (settings.get("cuda_version") if not faults.get("driver_version")
-                                              else CUDA_BY_DRIVER_BRANCH.get(driver.split(".")[0], "12.4")))
+    cuda = str(
+        faults.get("cuda_version")
+        or (
+            settings.get("cuda_version")
+            if not faults.get("driver_version")
+            else CUDA_BY_DRIVER_BRANCH.get(driver.split(".")[0], "12.4")
+        )
+    )
     model = str(gpu_cfg.get("model", "NVIDIA H100 80GB HBM3"))
     physical_count = int(gpu_cfg.get("count", 8))
     missing = faults.get("gpu_missing") or []
@@ -165,48 +201,50 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
             continue
         bus = str(bus_ids[phys]) if phys < len(bus_ids) else f"{0x18 + 0x10 * phys:02X}"
         power_limit = float(gpu_cfg.get("power_limit_w", 700))
-        gpus.append({
-            "index": len(gpus),
-            "physical_index": phys,
-            "name": model,
-            "brand": str(gpu_cfg.get("brand", "NVIDIA")),
-            "architecture": str(gpu_cfg.get("architecture", "Hopper")),
-            "compute_cap": str(gpu_cfg.get("compute_cap", "9.0")),
-            "uuid": gpu_uuid(cluster_name, node, phys),
-            "serial": gpu_serial(cluster_name, node, phys),
-            "minor_number": phys,
-            "pci_bus": bus.upper(),
-            "pci_bus_id": f"00000000:{bus.upper()}:00.0",
-            "pci_device_id": str(gpu_cfg.get("pci_device_id", "0x233010DE")),
-            "pci_sub_system_id": str(gpu_cfg.get("pci_sub_system_id", "0x16C110DE")),
-            "pcie_gen": int(gpu_cfg.get("pcie_gen", 5)),
-            "pcie_width": int(gpu_cfg.get("pcie_width", 16)),
-            "board_id": f"0x{int(bus, 16) << 8:x}",
-            "module_id": int(module_ids[phys]) if phys < len(module_ids) else phys + 1,
-            "vbios_version": str(gpu_cfg.get("vbios_version", "96.00.99.00.01")),
-            "board_part_number": str(gpu_cfg.get("board_part_number", "692-2G520-0200-000")),
-            "gpu_part_number": str(gpu_cfg.get("gpu_part_number", "2330-885-A1")),
-            "inforom_image": str(gpu_cfg.get("inforom_image", "G520.0200.00.05")),
-            "memory_total_mib": int(gpu_cfg.get("memory_mib", 81559)),
-            "memory_reserved_mib": int(gpu_cfg.get("memory_reserved_mib", 551)),
-            "memory_used_mib": int(idle.get("memory_used_mib", 1)),
-            "bar1_mib": int(gpu_cfg.get("bar1_mib", 131072)),
-            "temperature_c": int(_per_gpu(temps, phys, idle.get("temperature_c", 27))),
-            "memory_temperature_c": int(idle.get("memory_temperature_c", 36)),
-            "power_draw_w": float(idle.get("power_draw_w", 72.0)),
-            "power_limit_w": power_limit,
-            "power_limit_min_w": float(gpu_cfg.get("power_limit_min_w", 200)),
-            "power_limit_max_w": float(gpu_cfg.get("power_limit_max_w", power_limit)),
-            "sm_clock_mhz": int(idle.get("sm_clock_mhz", 1980)),
-            "mem_clock_mhz": int(idle.get("mem_clock_mhz", 2619)),
-            "max_sm_clock_mhz": int(gpu_cfg.get("clocks_max_sm_mhz", 1980)),
-            "max_mem_clock_mhz": int(gpu_cfg.get("clocks_max_mem_mhz", 2619)),
-            "max_video_clock_mhz": int(gpu_cfg.get("clocks_max_video_mhz", 1545)),
-            "utilization_pct": int(idle.get("utilization_pct", 0)),
-            "persistence_mode": bool(gpu_cfg.get("persistence_mode", True)),
-            "ecc_uncorrected_volatile": int(_per_gpu(gpu_cfg.get("ecc_uncorrected_volatile"), phys, 0)),
-            "performance_state": "P0",
-        })
+        gpus.append(
+            {
+                "index": len(gpus),
+                "physical_index": phys,
+                "name": model,
+                "brand": str(gpu_cfg.get("brand", "NVIDIA")),
+                "architecture": str(gpu_cfg.get("architecture", "Hopper")),
+                "compute_cap": str(gpu_cfg.get("compute_cap", "9.0")),
+                "uuid": gpu_uuid(cluster_name, node, phys),
+                "serial": gpu_serial(cluster_name, node, phys),
+                "minor_number": phys,
+                "pci_bus": bus.upper(),
+                "pci_bus_id": f"00000000:{bus.upper()}:00.0",
+                "pci_device_id": str(gpu_cfg.get("pci_device_id", "0x233010DE")),
+                "pci_sub_system_id": str(gpu_cfg.get("pci_sub_system_id", "0x16C110DE")),
+                "pcie_gen": int(gpu_cfg.get("pcie_gen", 5)),
+                "pcie_width": int(gpu_cfg.get("pcie_width", 16)),
+                "board_id": f"0x{int(bus, 16) << 8:x}",
+                "module_id": int(module_ids[phys]) if phys < len(module_ids) else phys + 1,
+                "vbios_version": str(gpu_cfg.get("vbios_version", "96.00.99.00.01")),
+                "board_part_number": str(gpu_cfg.get("board_part_number", "692-2G520-0200-000")),
+                "gpu_part_number": str(gpu_cfg.get("gpu_part_number", "2330-885-A1")),
+                "inforom_image": str(gpu_cfg.get("inforom_image", "G520.0200.00.05")),
+                "memory_total_mib": int(gpu_cfg.get("memory_mib", 81559)),
+                "memory_reserved_mib": int(gpu_cfg.get("memory_reserved_mib", 551)),
+                "memory_used_mib": int(idle.get("memory_used_mib", 1)),
+                "bar1_mib": int(gpu_cfg.get("bar1_mib", 131072)),
+                "temperature_c": int(_per_gpu(temps, phys, _per_gpu(idle.get("temperature_c"), phys, 27))),
+                "memory_temperature_c": int(idle.get("memory_temperature_c", 36)),
+                "power_draw_w": float(_per_gpu(idle.get("power_draw_w"), phys, 72.0)),
+                "power_limit_w": power_limit,
+                "power_limit_min_w": float(gpu_cfg.get("power_limit_min_w", 200)),
+                "power_limit_max_w": float(gpu_cfg.get("power_limit_max_w", power_limit)),
+                "sm_clock_mhz": int(idle.get("sm_clock_mhz", 1980)),
+                "mem_clock_mhz": int(idle.get("mem_clock_mhz", 2619)),
+                "max_sm_clock_mhz": int(gpu_cfg.get("clocks_max_sm_mhz", 1980)),
+                "max_mem_clock_mhz": int(gpu_cfg.get("clocks_max_mem_mhz", 2619)),
+                "max_video_clock_mhz": int(gpu_cfg.get("clocks_max_video_mhz", 1545)),
+                "utilization_pct": int(idle.get("utilization_pct", 0)),
+                "persistence_mode": bool(gpu_cfg.get("persistence_mode", True)),
+                "ecc_uncorrected_volatile": int(_per_gpu(gpu_cfg.get("ecc_uncorrected_volatile"), phys, 0)),
+                "performance_state": "P0",
+            }
+        )
     slurm = settings.get("slurm") or {}
     xid = faults.get("xid") or []
     if isinstance(xid, int | str):

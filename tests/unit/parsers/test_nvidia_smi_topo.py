@@ -11,6 +11,19 @@ from tests.conftest import corpus_files, read_corpus
 
 TOOL = "nvidia-smi-topo"
 
+# Older drivers (R418-R470) name NIC columns after the device and print only "CPU Affinity".
+OLD_DRIVER_NIC_COLUMNS = (
+    "\tGPU0\tGPU1\tmlx5_0\tCPU Affinity\n"
+    "GPU0\t X \tNV2\tPHB\t0-19\n"
+    "GPU1\tNV2\t X \tPHB\t0-19\n"
+    "mlx5_0\tPHB\tPHB\t X \t\n"
+    "\n"
+    "Legend:\n"
+    "\n"
+    "  X    = Self\n"
+    "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)\n"
+    "  NV#  = Connection traversing a bonded set of # NVLinks\n")
+
 
 @pytest.mark.parametrize("path", corpus_files(TOOL), ids=lambda p: p.name)
 def test_every_corpus_file_parses_to_json(path):
@@ -76,6 +89,22 @@ def test_garbled_copy_is_partial_with_reasons():
     assert out["matrix"]["NIC0"]["GPU1"] == "PIX"
     assert out["nic_names"]["NIC3"] == "mlx5_3"
     assert any("'-31,64-95'" in w for w in out["warnings"])
+
+
+def test_old_driver_layout_with_device_named_nic_columns():
+    out = parse(TOOL, OLD_DRIVER_NIC_COLUMNS)
+    assert out["complete"] is True and out["warnings"] == []
+    assert out["nics"] == ["mlx5_0"]
+    assert out["affinity_columns"] == ["CPU Affinity"]
+    assert out["matrix"]["mlx5_0"] == {"GPU0": "PHB", "GPU1": "PHB", "mlx5_0": "X"}
+    assert out["affinity"]["GPU1"] == {"cpu_affinity": "0-19"}
+    assert "mlx5_0" not in out["affinity"]
+    assert out["legend"]["NV#"].startswith("Connection traversing a bonded set")
+
+
+def test_nic_rows_carry_no_affinity():
+    out = parse(TOOL, read_corpus(TOOL, "topo-m-8gpu-nv18-10nic-mlx5-tabs.txt"))
+    assert "NIC0" not in out["affinity"] and len(out["matrix"]) == 18
 
 
 @pytest.mark.parametrize("text", ["", "GPU0\t X \tNV4\t0-23\t0\n", "Legend:\n\n  X    = Self\n"])

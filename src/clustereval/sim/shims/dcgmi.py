@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# ruff: noqa: UP031  (printf formats mirror the C format strings of the real tool, field by field)
 """Simulated ``dcgmi`` for one simulated node (standalone: stdlib only, no clustereval import).
 
 Reads ``$SIMNODE_ROOT/node.json`` (default ``/sim/node.json``) and prints ``dcgmi discovery -l`` as DCGM
@@ -37,26 +38,35 @@ def box_rule(first):
 
 def discovery_list(node):
     gpus = node["gpus"]
-    out = ["%d GPUs found." % len(gpus), box_rule(6),
-           "| GPU ID | Device Information".ljust(9 + WIDE + 1) + "|", box_rule(6)]
+    out = [
+        "%d GPUs found." % len(gpus),
+        box_rule(6),
+        "| GPU ID | Device Information".ljust(9 + WIDE + 1) + "|",
+        box_rule(6),
+    ]
     for gpu in gpus:
         rows = ["Name: " + gpu["name"], "PCI Bus ID: " + gpu["pci_bus_id"], "Device UUID: " + gpu["uuid"]]
         for k, text in enumerate(rows):
             ident = str(gpu["index"]) if k == 0 else ""
-            out.append("| %s | %s |" % (ident.ljust(6), text.ljust(WIDE - 2)))
+            out.append(f"| {ident.ljust(6)} | {text.ljust(WIDE - 2)} |")
         out.append(box_rule(6))
     out += ["0 NvSwitches found.", "+-----------+", "| Switch ID |", "+-----------+", "+-----------+"]
     if version_tuple(node.get("dcgm_version", "3.1.8")) >= (3, 3):
         out += ["0 ConnectX found.", "+----------+", "| ConnectX |", "+----------+", "+----------+"]
-        out += ["0 CPUs found.", box_rule(6), "| CPU ID | Device Information".ljust(9 + WIDE + 1) + "|",
-                box_rule(6), box_rule(6)]
+        out += [
+            "0 CPUs found.",
+            box_rule(6),
+            "| CPU ID | Device Information".ljust(9 + WIDE + 1) + "|",
+            box_rule(6),
+            box_rule(6),
+        ]
     return "\n".join(out) + "\n"
 
 
 def version_block(node):
     version = node.get("dcgm_version", "3.1.8")
     fields = [("Version", version), ("Build ID", "8"), ("Build Type", "Release"), ("CPU Arch", "x86_64")]
-    body = "".join("%s : %s\n" % kv for kv in fields)
+    body = "".join("{} : {}\n".format(*kv) for kv in fields)
     return "\n" + body + "\nHostengine build info:\n" + body
 
 
@@ -64,8 +74,10 @@ def main(argv):
     try:
         node = load_node()
     except (OSError, ValueError):
-        sys.stderr.write("Error: unable to establish a connection to the specified host: localhost\n"
-                         "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n")
+        sys.stderr.write(
+            "Error: unable to establish a connection to the specified host: localhost\n"
+            "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n"
+        )
         return 255
     if argv in (["-v"], ["--version"]):
         sys.stdout.write(version_block(node))
@@ -73,9 +85,11 @@ def main(argv):
     if argv and argv[0] == "discovery" and any(a in ("-l", "--list") for a in argv[1:]):
         sys.stdout.write(discovery_list(node))
         return 0
-    sys.stderr.write("\nPARSE ERROR: Invalid or missing subcommand arguments.\n"
-                     "Brief USAGE: \n   dcgmi  subsystem  [-h] [--version]\n\n"
-                     "For complete USAGE and HELP type: \n   dcgmi --help\n\n")
+    sys.stderr.write(
+        "\nPARSE ERROR: Invalid or missing subcommand arguments.\n"
+        "Brief USAGE: \n   dcgmi  subsystem  [-h] [--version]\n\n"
+        "For complete USAGE and HELP type: \n   dcgmi --help\n\n"
+    )
     return 1
 
 

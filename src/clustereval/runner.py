@@ -1,0 +1,112 @@
+"""Drive ``playbooks/evaluate.yml`` through ansible-runner, with progress, into a run directory.
+
+Both entry points (``ansible-playbook`` and ``clustereval evaluate``) run the same playbook with the
+same ``clustereval.gpu.results`` callback, so they produce the same run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from clustereval.runinfo import default_run_dir
+
+
+def project_root() -> Path:
+    """The checkout (collection root) holding playbooks/, roles/ and ansible.cfg."""
+    env = os.environ.get("CLUSTEREVAL_HOME")
+    root = Path(env) if env else Path(__file__).resolve().parents[2]
+    if not (root / "playbooks" / "evaluate.yml").exists():
+        raise FileNotFoundError(f"no playbooks/evaluate.yml under {root}; set CLUSTEREVAL_HOME to the checkout")
+    return root
+
+
+def _progress_printer(stream) -> Callable[[dict[str, Any]], bool]:
+    seen_hosts: set[str] = set()
+    done = {"checks": 0}
+
+    def handle(event: dict[str, Any]) -> bool:
+        data = event.get("event_data") or {}
+        res = data.get("res") or {}
+        name = event.get("event")
+        if name == "runner_on_unreachable":
+            print(f"  UNREACHABLE  {data.get('host')}: {str(res.get('msg', ''))[:160]}", file=stream, flush=True)
+        if name == "playbook_on_play_start":
+            print(f"== {data.get('play')}", file=stream, flush=True)
+        for item in res.get("clustereval_results") or []:
+            done["checks"] += 1
+            seen_hosts.add(item.get("subject", "?"))
+            print(f"  [{done['checks']:4d} checks, {len(seen_hosts):3d} subjects] {item.get('status', '?'):5s} "
+                  f"{item.get('subject')}  {item.get('check')}  {str(item.get('summary', ''))[:100]}",
+                  file=stream, flush=True)
+        return True
+
+    return handle
+
+
+def evaluate(inventory: str, *, phases: list[str] | None = None, out: str | None = None,
+             extravars: dict[str, Any] | None = None, tags: str | None = None, skip_tags: str | None = None,
+             limit: str | None = None, verbosity: int = 0, stream=sys.stderr,
+             playbook: str = "evaluate.yml") -> tuple[int, Path]:
+    """Run the evaluation; returns (ansible exit status, run directory)."""
+    import ansible_runner
+
+    root = project_root()
+    run_dir = Path(out).resolve() if out else Path(default_run_dir(root / "playbooks"))
+    inventory_path = Path(inventory).resolve()
+    if not inventory_path.exists():
+        raise FileNotFoundError(f"inventory {inventory} does not exist")
+    variables = dict(extravars or {})
+    variables["clustereval_out"] = str(run_dir)
+    if phases:
+        variables["clustereval_phases"] = ",".join(phases)
+    env = {
+        "ANSIBLE_CONFIG": str(root / "ansible.cfg"),
+        "CLUSTEREVAL_ENTRY_POINT": "clustereval",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ANSIBLE_FORCE_COLOR": "0",
+    }
+    private = tempfile.mkdtemp(prefix="clustereval-runner-")
+    try:
+        cmdline = []
+        if tags:
+            cmdline += ["--tags", tags]
+        if skip_tags:
+            cmdline += ["--skip-tags", skip_tags]
+        result = ansible_runner.run(
+            private_data_dir=private,
+            project_dir=str(root / "playbooks"),
+            playbook=str(root / "playbooks" / playbook),
+            inventory=str(inventory_path),
+            extravars=variables,
+            envvars=env,
+            limit=limit,
+            verbosity=verbosity,
+            cmdline=" ".join(cmdline) or None,
+            quiet=True,
+            event_handler=_progress_printer(stream),
+        )
+        rc = result.rc if result.rc is not None else 1
+        if result.status not in ("successful", "failed"):
+            print(f"ansible-runner status: {result.status}", file=stream)
+            tail = result.stdout.read()[-4000:] if result.stdout else ""
+            if tail:
+                print(tail, file=stream)
+        elif rc != 0 and not (run_dir / "results.jsonl").exists():
+            print((result.stdout.read() if result.stdout else "")[-4000:], file=stream)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    return rc, run_dir
+
+
+def load_score(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((Path(run_dir) / "score.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,243 @@
+"""Reports rendered from a saved run directory: report.md, junit.xml, report.html, summary_line.
+
+The run directories are synthetic fixtures built by these tests.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from clustereval.report import clean_text, render_all, summary_line
+from clustereval.scoring import score_results
+
+BASELINE = "baselines/h100.yml"
+NASTY = 'bad <tag> & "quotes" | pipe \x00\x07\x1b[31m ]]> done'
+
+
+def result(check, subject="node1", status="pass", severity="major", phase="audit", **extra):
+    out = {
+        "run_id": "run-42",
+        "check": check,
+        "phase": phase,
+        "domain": check.split(".")[0],
+        "subject": subject,
+        "status": status,
+        "severity": severity,
+        "summary": f"{check} on {subject}: {status}",
+        "artifacts": [f"raw/{subject}/{check}.txt"],
+        "duration_s": 1.5,
+    }
+    out.update(extra)
+    return out
+
+
+RESULTS = [
+    result("audit.driver.version", value="550.54.15", expected={"min": "535.0", "source": BASELINE}),
+    result("audit.driver.version", subject="node2", status="warn", summary="driver 535.0 is at the minimum"),
+    result("audit.gpu.inventory", status="fail", severity="critical", value=7, unit="GPUs", summary=NASTY),
+    result(
+        "storage.fio.seq_read",
+        subject="_cluster",
+        phase="performance",
+        status="skip",
+        summary="fio not installed",
+    ),
+    result("storage.mount.options", status="error", summary="module crashed: KeyError 'opts'"),
+    result(
+        "harness.node.reachable",
+        subject="node3",
+        status="fail",
+        domain="harness",
+        summary="ssh: connect to host node3 port 22: No route to host",
+        artifacts=[],
+    ),
+]
+RUN_INFO = {
+    "run_id": "run-42",
+    "started": "2025-01-01T10:00:00Z",
+    "ended": "2025-01-01T10:05:00Z",
+    "phases": ["audit", "performance"],
+    "inventory": {"hosts": ["node1", "node2", "node3", "node4"], "groups": {"gpu": ["node1", "node2"]}},
+    "versions": {"clustereval": "0.1.0", "ansible_core": "2.19.0"},
+    "options": {"destructive": False},
+}
+
+
+def make_run(tmp_path: Path, results=RESULTS, run_info=RUN_INFO, torn: bool = False) -> Path:
+    run_dir = tmp_path / "run-42"
+    (run_dir / "raw" / "node1").mkdir(parents=True)
+    (run_dir / "raw" / "node1" / "audit.gpu.inventory.txt").write_text("<nvidia_smi_log/>\n")
+    with open(run_dir / "results.jsonl", "w", encoding="utf-8") as fh:
+        for r in results:
+            fh.write(json.dumps(r) + "\n")
+        if torn:
+            fh.write('{"run_id": "run-42", "check": "audit.half')
+    if run_info is not None:
+        (run_dir / "run.json").write_text(json.dumps(run_info))
+    return run_dir
+
+
+@pytest.fixture
+def rendered(tmp_path):
+    run_dir = make_run(tmp_path)
+    paths = render_all(run_dir)
+    return run_dir, paths
+
+
+def test_render_all_writes_every_report(rendered):
+    run_dir, paths = rendered
+    assert [p.name for p in paths] == ["report.md", "junit.xml", "report.html"]
+    assert all(p.parent == run_dir and p.stat().st_size > 0 for p in paths)
+    assert (run_dir / "score.json").exists()
+    assert not [p for p in run_dir.iterdir() if p.name.startswith(".")]  # no temp files left behind
+
+
+def test_junit_maps_statuses_and_is_valid_xml(rendered):
+    run_dir, _ = rendered
+    root = ET.parse(run_dir / "junit.xml").getroot()
+    assert root.tag == "testsuites"
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == (
+        "6",
+        "2",
+        "1",
+        "1",
+    )
+    assert [s.get("name") for s in root.iter("testsuite")] == ["audit", "performance"]
+    cases = {(c.get("classname"), c.get("name")): c for c in root.iter("testcase")}
+    assert len(cases) == 6
+    assert cases[("audit.gpu.inventory", "node1")].find("failure") is not None
+    assert cases[("audit.gpu.inventory", "node1")].find("failure").get("type") == "critical"
+    assert cases[("storage.mount.options", "node1")].find("error") is not None
+    skipped = cases[("storage.fio.seq_read", "_cluster")].find("skipped")
+    assert skipped.get("message") == "fio not installed"
+    warn = cases[("audit.driver.version", "node2")]
+    assert warn.find("failure") is None and warn.find("error") is None
+    assert warn.find("system-out").text.startswith("WARN: driver 535.0 is at the minimum")
+    passed = cases[("audit.driver.version", "node1")].find("system-out").text
+    assert "value: 550.54.15" in passed
+    assert "expected: min 535.0 (source: baselines/h100.yml)" in passed
+    assert "artifacts: raw/node1/audit.driver.version.txt (missing)" in passed
+    assert cases[("audit.driver.version", "node1")].get("time") == "1.500"
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["unreachable"] == "node3"
+
+
+def test_junit_escapes_hostile_summaries(rendered):
+    run_dir, _ = rendered
+    root = ET.parse(run_dir / "junit.xml").getroot()
+    case = next(c for c in root.iter("testcase") if c.get("classname") == "audit.gpu.inventory")
+    message = case.find("failure").get("message")
+    assert 'bad <tag> & "quotes" | pipe \\x00\\x07\\x1b[31m ]]> done' in message
+
+
+def test_clean_text_makes_control_characters_visible():
+    assert clean_text("a\x00b\tc\nd\x7f") == "a\\x00b\tc\nd\\x7f"
+    assert clean_text(None) == ""
+
+
+def test_markdown_explains_tier_and_points_at_artifacts(rendered):
+    run_dir, _ = rendered
+    md = (run_dir / "report.md").read_text()
+    score = json.loads((run_dir / "score.json").read_text())
+    assert f"**Tier: {score['tier']}**" in md
+    assert "run-42" in md and "2025-01-01T10:00:00Z" in md
+    assert "clustereval 0.1.0, ansible-core 2.19.0" in md
+    assert "## Why this tier" in md
+    assert f"before caps: {score['tier_before_caps']}" in md
+    assert "critical fail (cap Bronze)" in md  # triggered, but the score is already lower
+    assert "[raw/node1/audit.gpu.inventory.txt](<raw/node1/audit.gpu.inventory.txt>)" in md
+    assert "[raw/node1/audit.driver.version.txt](<raw/node1/audit.driver.version.txt>) (missing)" in md
+    assert "| Storage | 10 | not measured |" in md
+    assert "fio not installed" in md and "module crashed: KeyError 'opts'" in md
+    assert "min 535.0 (source: baselines/h100.yml)" in md
+    # the hostile summary cannot break the table: pipes and tags escaped, control chars visible
+    assert 'bad &lt;tag&gt; & "quotes" \\| pipe \\\\x00' in md
+
+
+def test_markdown_lists_unreachable_nodes_before_the_explanation(rendered):
+    run_dir, _ = rendered
+    md = (run_dir / "report.md").read_text()
+    section = md.index("## Unreachable nodes")
+    assert section < md.index("## Why this tier")
+    assert "| node3 | ssh: connect to host node3 port 22: No route to host |" in md
+    assert "In the inventory but without any result:** node4" in md
+
+
+def test_markdown_orders_checks_worst_first(rendered):
+    run_dir, _ = rendered
+    md = (run_dir / "report.md").read_text()
+    assert md.index("(`audit.gpu.inventory`)") < md.index("(`storage.mount.options`)")
+    assert md.index("(`storage.mount.options`)") < md.index("(`audit.driver.version`)")
+
+
+def test_html_is_self_contained_and_escaped(rendered):
+    run_dir, _ = rendered
+    page = (run_dir / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<script" not in page and "http://" not in page and "https://" not in page
+    assert "bad &lt;tag&gt; &amp; &quot;quotes&quot;" in page
+    assert 'href="raw/node1/audit.gpu.inventory.txt"' in page
+    assert "Unreachable nodes" in page
+
+
+def test_rerendering_is_deterministic_and_keeps_results(rendered):
+    run_dir, _ = rendered
+    before = {name: (run_dir / name).read_text() for name in ("report.md", "junit.xml", "report.html")}
+    results_before = (run_dir / "results.jsonl").read_text()
+    render_all(run_dir)
+    assert {name: (run_dir / name).read_text() for name in before} == before
+    assert (run_dir / "results.jsonl").read_text() == results_before
+
+
+def test_torn_results_and_missing_run_json_are_warnings(tmp_path):
+    run_dir = make_run(tmp_path, run_info=None, torn=True)
+    render_all(run_dir)
+    md = (run_dir / "report.md").read_text()
+    assert "Warnings about this run's files" in md
+    assert "results.jsonl:7: unreadable line skipped" in md
+    assert "run.json is missing" in md
+    assert "unknown (no run.json)" in md
+    root = ET.parse(run_dir / "junit.xml").getroot()
+    assert root.get("tests") == "6"
+
+
+def test_empty_run_renders_and_is_not_a_high_tier(tmp_path):
+    run_dir = tmp_path / "empty"
+    run_dir.mkdir()
+    render_all(run_dir)
+    md = (run_dir / "report.md").read_text()
+    assert "**Tier: Participation** · unrated (nothing measured)" in md
+    assert "No check results were recorded." in md
+    assert ET.parse(run_dir / "junit.xml").getroot().get("tests") == "0"
+
+
+def test_absolute_artifact_paths_inside_the_run_dir_become_relative(tmp_path):
+    run_dir = tmp_path / "run-42"
+    absolute = str((run_dir / "raw" / "node1" / "audit.gpu.inventory.txt").resolve())
+    make_run(tmp_path, results=[result("audit.gpu.inventory", artifacts=[absolute])])
+    render_all(run_dir)
+    md = (run_dir / "report.md").read_text()
+    assert "[raw/node1/audit.gpu.inventory.txt](<raw/node1/audit.gpu.inventory.txt>)" in md
+    assert absolute not in md
+
+
+def test_summary_line_names_counts_and_binding_caps():
+    results = [result(f"{domain}.c{i}") for i in range(20) for domain in ("network", "audit")]
+    results += [result("audit.fleet.gpu_consistency", subject="_cluster", status="fail", severity="critical")]
+    line = summary_line(score_results(results))
+    assert line.startswith("Tier: Bronze (score ")
+    assert "/100) — 40 pass, 0 warn, 1 fail, 0 skip, 0 error; capped by: 1 critical fail" in line
+    assert "(audit.fleet.gpu_consistency)" in line
+
+
+def test_summary_line_for_an_empty_run_and_an_unreachable_node():
+    assert summary_line(score_results([])).startswith(
+        "Tier: Participation (unrated: nothing measured) — 0 pass"
+    )
+    unreachable = result("harness.node.reachable", subject="node3", status="fail", summary="timeout")
+    line = summary_line(score_results([result("audit.a"), result("storage.b"), unreachable]))
+    assert "unreachable node (node3)" in line
