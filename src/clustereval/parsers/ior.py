@@ -20,7 +20,8 @@ from clustereval.parsers._common import result, to_float, to_int
 from clustereval.parsers.errors import ParseError
 
 _BANNER = re.compile(r"(IOR-\S+?): MPI Coordinated Test of Parallel I/O")
-_RESULT_ROW = re.compile(r"^(write|read|remove|stat|create)\s+(-?[\d.]+(?:e[+-]?\d+)?\s+){5,}", re.IGNORECASE)
+_RESULT_ROW = re.compile(r"^(write|read|remove|stat|create)\s+(-?[\d.]+(?:e[+-]?\d+)?\s+){5,}",
+                         re.IGNORECASE)
 _RESULT_KEYS = ["bw_mibps", "iops", "latency_s", "block_kib", "xfer_kib", "open_s", "wrrd_s", "close_s",
                 "total_s", "iter"]
 _SUMMARY_KEYS = {"Max(MiB)": "max_mibps", "Min(MiB)": "min_mibps", "Mean(MiB)": "mean_mibps",
@@ -30,19 +31,39 @@ _HEADER_FIELDS = {"Began": "began", "Command line": "command_line", "Machine": "
                   "FS": "fs", "Participating tasks": "tasks", "Finished": "finished", "StartTime": "start_time"}
 
 
-def _summary_row(header: list[str], cells: list[str]) -> dict[str, Any]:
-    row: dict[str, Any] = {"operation": cells[0]}
+def _number(cell: str) -> Any:
+    if cell == "NA":
+        return None
+    value = to_float(cell)
+    if value is None:
+        return cell
+    return int(value) if value.is_integer() and "." not in cell else value
+
+
+def _summary_row(header: list[str], cells: list[str], warnings: list[str]) -> dict[str, Any]:
+    names = []
     stddev_seen = 0
-    for name, cell in zip(header[1:], cells[1:], strict=False):
+    for name in header[1:]:
         if name == "StdDev":
-            key = "stddev_mibps" if stddev_seen == 0 else "stddev_ops"
+            names.append("stddev_mibps" if stddev_seen == 0 else "stddev_ops")
             stddev_seen += 1
         else:
-            key = _SUMMARY_KEYS.get(name, name)
-        value: Any = to_float(cell) if cell not in ("NA",) else None
-        if key in ("API",):
-            value = cell
-        row[key] = value if value is not None or cell == "NA" else cell
+            names.append(_SUMMARY_KEYS.get(name, name))
+    values = cells[1:]
+    pairs = list(zip(names, values, strict=False))
+    if len(values) != len(names) and "reord" in names and "segcnt" in names:
+        # IOR 4.0 prints one value fewer than its header names in the reordoff/reordrand/seed group:
+        # match up to "reord" from the left and from "segcnt" on from the right, leave the middle out
+        left = names.index("reord") + 1
+        right = len(names) - names.index("segcnt")
+        pairs = list(zip(names[:left], values[:left], strict=False))
+        if len(values) >= left + right:
+            pairs += list(zip(names[-right:], values[-right:], strict=True))
+        warnings.append(f"IOR summary row for {cells[0]} has {len(values)} values for {len(names)} columns; "
+                        "reordoff/reordrand/seed left out")
+    row: dict[str, Any] = {"operation": cells[0]}
+    for key, cell in pairs:
+        row[key] = cell if key == "API" else _number(cell)
     return row
 
 
@@ -90,7 +111,7 @@ def parse(text: str) -> dict[str, Any]:
                 continue
             cells = stripped.split()
             if summary_header and cells and cells[0] in ("write", "read") and len(cells) >= 9:
-                summary.append(_summary_row(summary_header, cells))
+                summary.append(_summary_row(summary_header, cells, warnings))
                 continue
         if _RESULT_ROW.match(stripped) and section in ("results", "summary"):
             cells = stripped.split()

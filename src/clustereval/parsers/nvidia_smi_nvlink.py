@@ -127,6 +127,9 @@ def parse(text: str) -> dict[str, Any]:
     for gpu in gpus:
         _finish(gpu)
     indexes = [g["index"] for g in gpus]
+    repeated = sorted({i for i in indexes if indexes.count(i) > 1})
+    if repeated:
+        warnings.append(f"GPU(s) {repeated} printed more than once (concatenated or repeated captures?)")
     if indexes != list(range(indexes[0], indexes[0] + len(indexes))) and len(indexes) > 1:
         warnings.append(f"GPU indexes are not consecutive ({indexes}): some GPUs are missing from the output")
     speeds = {ln["speed_gbps"] for g in gpus for ln in g["links"] if ln["speed_gbps"] is not None}

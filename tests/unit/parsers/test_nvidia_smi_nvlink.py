@@ -105,6 +105,12 @@ def test_capabilities_and_error_counters():
     assert errors["gpus"][0]["counters"]["0"] == {"replay_errors": 0, "recovery_errors": 2, "crc_errors": 0}
 
 
+def test_repeated_gpu_is_reported():
+    out = parse(TOOL, PARTLY_INACTIVE + PARTLY_INACTIVE)
+    assert len(out["gpus"]) == 2
+    assert any("more than once" in w for w in out["warnings"])
+
+
 def test_text_without_gpu_header_raises():
     with pytest.raises(ParseError):
         parse(TOOL, "Link 0: 25 GB/s\n")
