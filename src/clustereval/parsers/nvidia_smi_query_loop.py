@@ -9,7 +9,8 @@ CSV output to it too. Understands the CSV of every driver that has ``--query-gpu
 Result: ``columns`` (header names as printed, or None under ``noheader``), ``fields`` (names without the
 unit), ``units`` (field → unit in the header or the values), ``rows`` (one dict per line keyed by field:
 numbers converted, the ``clocks_event_reasons``/``clocks_throttle_reasons`` bitmasks as ints, N/A →
-None, everything else as printed) and ``summary`` (per GPU index, min/max/mean of every numeric field
+None, everything else as printed; when the active-reasons mask is queried each row also carries
+``throttle_reasons_active``, the decoded reason names as in the ``-q``/``-q -x`` records) and ``summary`` (per GPU index, min/max/mean of every numeric field
 over the rows, which is what a burn-in check wants from a sampling loop).
 """
 
@@ -21,12 +22,14 @@ from typing import Any
 from clustereval.parsers import register
 from clustereval.parsers._common import result, to_float, to_int
 from clustereval.parsers.errors import ParseError
+from clustereval.parsers.nvidia_smi_shared import decode_reasons
 
 TOOL = "nvidia-smi-query-loop"
 _NA = {"[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]", "[insufficient permissions]",
        "[gpu is lost]", "[gpu requires reset]", ""}
 _HEADER_FIELD = re.compile(r"^[a-z][a-z0-9_.]*(?: \[[^\]]+\])?$", re.IGNORECASE)
 _VALUE_WITH_UNIT = re.compile(r"^([-+]?\d+(?:\.\d+)?)(?:\s*([A-Za-z%/]+))?$")
+_MASK_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
 _WATCH = re.compile(r"^Every\s+[\d.]+s:\s")
 # Fields whose values look numeric but are identifiers or versions: keep them as printed.
 _STRING_HINTS = ("version", "name", "uuid", "serial", "bus_id", "device_id", "timestamp", "pci.domain",
@@ -117,6 +120,7 @@ def parse(text: str) -> dict[str, Any]:
             elif cells != columns:
                 warnings.append(f"a second, different header was ignored: {stripped[:120]!r}")
             continue
+        mask_field = next((f for f in fields if f in _MASK_FIELDS), None)
         if _ERRORS.search(stripped):
             tool_errors.append(stripped)
             continue
@@ -135,7 +139,10 @@ def parse(text: str) -> dict[str, Any]:
                 warnings.append(f"line with {len(cells)} values where the header has {len(fields)}: "
                                 f"{stripped[:120]!r}")
             continue
-        rows.append({field: _convert(field, cell, units) for field, cell in zip(fields, cells, strict=True)})
+        row = {field: _convert(field, cell, units) for field, cell in zip(fields, cells, strict=True)}
+        if mask_field is not None:
+            row["throttle_reasons_active"] = decode_reasons(row.get(mask_field))
+        rows.append(row)
     if not rows:
         if tool_errors:
             raise ParseError(f"nvidia-smi --query-gpu printed no values, only an error: "

@@ -134,6 +134,35 @@ _REASON_ALIASES = {
 }
 
 
+# NVML's nvmlClocksEventReason* bits, as ``--query-gpu=clocks_event_reasons.active`` prints them (hex mask).
+REASON_BITS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clocks_setting",
+}
+
+
+def decode_reasons(mask: int | None) -> list[str] | None:
+    """Canonical reason names set in a clocks-event bitmask (unknown bits as ``bit_0x...``)."""
+    if mask is None:
+        return None
+    names = [name for bit, name in REASON_BITS.items() if mask & bit]
+    unknown = mask & ~sum(REASON_BITS)
+    bit = 1
+    while unknown:
+        if unknown & bit:
+            names.append(f"bit_{bit:#x}")
+            unknown &= ~bit
+        bit <<= 1
+    return sorted(names)
+
+
 def reason_name(raw: str) -> str:
     """Canonical reason key for an XML tag or text label (``clocks_event_reason_sw_power_cap``, ``Idle``)."""
     key = slug(raw)
