@@ -22,7 +22,8 @@ from clustereval.parsers import register
 from clustereval.parsers._common import result, to_float
 from clustereval.parsers.errors import ParseError
 
-_ROW = re.compile(r"^(?P<op>[A-Z][A-Z_]+)?\s+(?P<metric>[A-Za-z][\w/% ()]*?)\s*:\s*(?P<first>\S+)\s+(?P<last>\S+)\s*$")
+_ROW = re.compile(r"^(?P<op>[A-Z][A-Z_]+)?\s+(?P<metric>[A-Za-z][\w/%()]*(?: [\w/%()]+)*)\s*:"
+                  r"\s*(?P<first>\S+)\s+(?P<last>\S+)\s*$")
 _KEYS = {"elapsed ms": "elapsed_ms", "elapsed time": "elapsed_ms", "iops": "iops",
          "throughput mib/s": "throughput_mibps", "total mib": "total_mib", "files/s": "files_per_s",
          "dirs/s": "dirs_per_s", "total files": "total_files", "total dirs": "total_dirs",
@@ -88,12 +89,14 @@ def parse(text: str) -> dict[str, Any]:
         phase["last_done"][key] = convert(match.group("last"))
     if not phases:
         raise ParseError("no elbencho result table found (no 'OPERATION RESULT TYPE' header followed by "
-                         "phase rows): the run ended before its first phase finished, or this is not elbencho")
+                         "phase rows): the run ended before its first phase finished, or this is not "
+                         "elbencho")
     complete = "elapsed_ms" in phases[-1]["last_done"]
     if wrapper and not all_done:
         warnings.append("the sweep wrapper did not print 'all done': the sweep stopped early")
         complete = False
     if not complete and not any("sweep" in w for w in warnings):
         warnings.append("the last phase is cut short")
+    warnings = list(dict.fromkeys(warnings))
     return result("elbencho", "text", complete=complete, warnings=warnings, phases=phases,
                   bw_unit="MiB/s")

@@ -25,7 +25,8 @@ from clustereval.parsers.errors import ParseError
 
 _PHASE = re.compile(r"^\[(?P<tag>[A-Z ]*)\]\s+(?P<name>\S+)\s+(?P<value>\S+)\s+(?P<unit>\S+)\s*:\s*time\s+"
                     r"(?P<time>\S+)\s+seconds?(?P<rest>.*)$")
-_SCORE = re.compile(r"^\[SCORE\s*(?P<tag>[A-Z]*)\s*\]\s+Bandwidth\s+(?P<bw>\S+)\s+(?P<bw_unit>\S+)\s*:\s*IOPS\s+"
+_SCORE = re.compile(r"^\[SCORE\s*(?P<tag>[A-Z]*)\s*\]\s+Bandwidth\s+(?P<bw>\S+)\s+(?P<bw_unit>\S+)\s*:"
+                    r"\s*IOPS\s+"
                     r"(?P<iops>\S+)\s+(?P<iops_unit>\S+)\s*:\s*TOTAL\s+(?P<total>\S+)(?P<rest>.*)$")
 _SECTION = re.compile(r"^\[(?P<name>[\w\-.]+)\]\s*$")
 
@@ -55,8 +56,10 @@ def parse(text: str) -> dict[str, Any]:
         match = _SCORE.match(line)
         if match:
             invalid = match.group("tag") == "INVALID" or "INVALID" in match.group("rest")
-            score = {"score_bandwidth_gibps": to_float(match.group("bw")), "score_bw_unit": match.group("bw_unit"),
-                     "score_iops_kiops": to_float(match.group("iops")), "score_total": to_float(match.group("total")),
+            score = {"score_bandwidth_gibps": to_float(match.group("bw")),
+                     "score_bw_unit": match.group("bw_unit"),
+                     "score_iops_kiops": to_float(match.group("iops")),
+                     "score_total": to_float(match.group("total")),
                      "score_valid": not invalid}
             continue
         match = _PHASE.match(line)

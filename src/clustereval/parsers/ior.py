@@ -28,7 +28,8 @@ _SUMMARY_KEYS = {"Max(MiB)": "max_mibps", "Min(MiB)": "min_mibps", "Mean(MiB)": 
                  "Max(OPs)": "max_ops", "Min(OPs)": "min_ops", "Mean(OPs)": "mean_ops", "Mean(s)": "mean_s"}
 _MAX_LINE = re.compile(r"^Max (Write|Read):\s+([\d.]+) MiB/sec \(([\d.]+) MB/sec\)")
 _HEADER_FIELDS = {"Began": "began", "Command line": "command_line", "Machine": "machine", "Path": "path",
-                  "FS": "fs", "Participating tasks": "tasks", "Finished": "finished", "StartTime": "start_time"}
+                  "FS": "fs", "Participating tasks": "tasks", "Finished": "finished",
+                  "StartTime": "start_time"}
 
 
 def _number(cell: str) -> Any:

@@ -19,7 +19,8 @@ from clustereval.parsers.kernel_xid import _split_prefix
 
 TOOL = "kernel-amd-ras"
 
-_CLOCK = re.compile(r"^(\d{2}:\d{2}:\d{2}(?:\.\d+)?)\s+(.*)$")
+# bare clock prefixes; mm:ss also, because a launcher-prefix cleaner may have eaten the hour ("16:")
+_CLOCK = re.compile(r"^(\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?)\s+(.*)$")
 _AMDGPU = re.compile(r"\bamdgpu(?:\s+([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]))?:\s*(.*)$")
 _COUNT = re.compile(r"^(?:\{\d+\})?\s*(\d+)\s+(correctable|uncorrectable|deferred)\s+hardware errors? detected in "
                     r"(\w+) block", re.IGNORECASE)
@@ -78,13 +79,15 @@ def parse(text: str) -> dict[str, Any]:
         amd = _AMDGPU.search(message)
         if not amd:
             continue
-        info = _classify(amd.group(2))
+        # newer kernels repeat the driver name: "amdgpu 0000:c1:00.0: amdgpu: 3 correctable ..."
+        body = re.sub(r"^amdgpu:\s*", "", amd.group(2).strip())
+        info = _classify(body)
         if info is None:
-            if re.search(r"error|fail", amd.group(2), re.IGNORECASE) and len(warnings) < 30:
+            if re.search(r"error|fail", body, re.IGNORECASE) and len(warnings) < 30:
                 warnings.append(f"amdgpu error line not classified: {line[:160]!r}")
             continue
         events.append({"timestamp": timestamp, "pci": amd.group(1).lower() if amd.group(1) else None,
-                       **info, "message": amd.group(2).strip(), "raw": line})
+                       **info, "message": body, "raw": line})
     if elided:
         warnings.append(f"{elided} elided line(s) ('...') in the log: events may be missing")
     totals = {"ce": 0, "ue": 0, "de": 0}

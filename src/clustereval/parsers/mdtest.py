@@ -21,7 +21,10 @@ from clustereval.parsers.errors import ParseError
 _LAUNCH = re.compile(r"^(mdtest-\S+) was launched with (\d+) total task\(s\) on (\d+) node\(s\)")
 _SUMMARY = re.compile(r"^SUMMARY(?:\s+(rate|time))?\s*:\s*\(of (\d+) iterations?\)")
 _NUM = r"(-?(?:\d+(?:\.\d+)?(?:e[+-]?\d+)?|nan|inf)|-nan)"
-_ROW = re.compile(rf"^\s*([A-Za-z][A-Za-z ]*?)\s*:?\s+{_NUM}\s+{_NUM}\s+{_NUM}\s+{_NUM}\s*$", re.IGNORECASE)
+# operation names are words separated by single spaces; keeping the pattern unambiguous avoids
+# catastrophic backtracking on long lines of spaces
+_ROW = re.compile(rf"^\s*([A-Za-z]+(?: [A-Za-z]+)*)(?:\s*:)?\s+{_NUM}\s+{_NUM}\s+{_NUM}\s+{_NUM}\s*$",
+                  re.IGNORECASE)
 
 
 def _key(operation: str) -> str:
@@ -90,7 +93,8 @@ def parse(text: str) -> dict[str, Any]:
         if "WARNING" in stripped or "ERROR" in stripped or "couldn't" in stripped:
             warnings.append(f"mdtest reported: {stripped[:200]}")
     if not tables["rate"] and not tables["time"]:
-        detail = "the output ends before the SUMMARY table" if info["version"] else "this is not mdtest output"
+        detail = ("the output ends before the SUMMARY table" if info["version"]
+                  else "this is not mdtest output")
         raise ParseError(f"no mdtest SUMMARY table found: {detail}")
     complete = finished
     if not finished:

@@ -10,8 +10,9 @@ Result: ``columns`` (header names as printed, or None under ``noheader``), ``fie
 unit), ``units`` (field → unit in the header or the values), ``rows`` (one dict per line keyed by field:
 numbers converted, the ``clocks_event_reasons``/``clocks_throttle_reasons`` bitmasks as ints, N/A →
 None, everything else as printed; when the active-reasons mask is queried each row also carries
-``throttle_reasons_active``, the decoded reason names as in the ``-q``/``-q -x`` records) and ``summary`` (per GPU index, min/max/mean of every numeric field
-over the rows, which is what a burn-in check wants from a sampling loop).
+``throttle_reasons_active``, the decoded reason names as in the ``-q``/``-q -x`` records) and
+``summary`` (per GPU index, min/max/mean of every numeric field over the rows, which is what a burn-in
+check wants from a sampling loop).
 """
 
 from __future__ import annotations

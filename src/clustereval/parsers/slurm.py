@@ -234,7 +234,7 @@ def _split_reason(reason: str | None) -> tuple[str | None, str | None, str | Non
 
 # --------------------------------------------------------------------------- scontrol key=value records
 
-_KEY_SPLIT = re.compile(r"\s+(?=[A-Z][A-Za-z0-9_:/.]*=)")
+_KEY_SPLIT = re.compile(r"(?<!\s)\s+(?=[A-Z][A-Za-z0-9_:/.]*=)")
 _FREE_TEXT_KEYS = ("OS=", "Reason=", "Comment=", "Extra=", "Command=", "WorkDir=", "StdErr=", "StdOut=",
                    "StdIn=")
 

@@ -32,6 +32,8 @@ def test_loop_over_idle_burn_idle():
     sw_cap = [r for r in out["rows"] if r["clocks_event_reasons.active"] == 4]
     assert len(sw_cap) == 41
     assert all(r["clocks_event_reasons.sw_power_cap"] == "Active" for r in sw_cap)
+    assert all(r["throttle_reasons_active"] == ["sw_power_cap"] for r in sw_cap)
+    assert first["throttle_reasons_active"] == ["gpu_idle"]
     assert out["summary"]["0"]["power.draw"]["max"] == pytest.approx(693.60)
     assert out["gpu_indices"] == [0]
     json.dumps(out)
@@ -100,3 +102,10 @@ def test_truncation_anywhere_only_gives_results_or_parse_error():
             fn(text[:cut])
         except ParseError:
             pass
+
+
+def test_reason_mask_with_several_and_unknown_bits():
+    text = "index, clocks_throttle_reasons.active\n0, 0x0000000000000044\n1, 0x0000000000001000\n"
+    rows = parse("nvidia-smi-query", text)["rows"]
+    assert rows[0]["throttle_reasons_active"] == ["hw_thermal_slowdown", "sw_power_cap"]
+    assert rows[1]["throttle_reasons_active"] == ["bit_0x1000"]

@@ -222,14 +222,16 @@ def test_debian12_slurm_22_05_show_node():
 
 
 def test_debian12_one_line_show_node():
-    one_line = ("NodeName=node3 Arch=x86_64 CoresPerSocket=4 CPUAlloc=0 CPUEfctv=8 CPUTot=8 CPULoad=0.00 "
-                "AvailableFeatures=(null) ActiveFeatures=(null) Gres=gpu:8 NodeAddr=node3 NodeHostName=node3 "
-                "Version=22.05.8 OS=Linux 6.1.0-18-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)  "
-                "RealMemory=64000 AllocMem=0 FreeMem=N/A Sockets=2 Boards=1 State=DOWN*+DRAIN ThreadsPerCore=1 "
-                "TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A Partitions=gpu  BootTime=None SlurmdStartTime=None "
-                "LastBusyTime=2024-03-01T10:05:00 CfgTRES=cpu=8,mem=62.50G,billing=8,gres/gpu=8 AllocTRES= "
-                "CapWatts=n/a CurrentWatts=0 AveWatts=0 ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s "
-                "Reason=Not responding [slurm@2024-03-02T08:00:00]\n")
+    one_line = " ".join([
+        "NodeName=node3 Arch=x86_64 CoresPerSocket=4 CPUAlloc=0 CPUEfctv=8 CPUTot=8 CPULoad=0.00",
+        "AvailableFeatures=(null) ActiveFeatures=(null) Gres=gpu:8 NodeAddr=node3 NodeHostName=node3",
+        "Version=22.05.8 OS=Linux 6.1.0-18-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01) ",
+        "RealMemory=64000 AllocMem=0 FreeMem=N/A Sockets=2 Boards=1 State=DOWN*+DRAIN ThreadsPerCore=1",
+        "TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A Partitions=gpu  BootTime=None SlurmdStartTime=None",
+        "LastBusyTime=2024-03-01T10:05:00 CfgTRES=cpu=8,mem=62.50G,billing=8,gres/gpu=8 AllocTRES=",
+        "CapWatts=n/a CurrentWatts=0 AveWatts=0 ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s",
+        "Reason=Not responding [slurm@2024-03-02T08:00:00]",
+    ]) + "\n"
     (node,) = parse("slurm", one_line)["nodes"]
     assert node["name"] == "node3" and node["gres_gpus"] == 8 and node["gres_gpu_type"] is None
     assert node["state"] == "drained" and node["base_state"] == "down"

@@ -1,0 +1,257 @@
+"""The whole evaluation against the simulated cluster, through both entry points.
+
+Needs root and Debian's slurm-wlm, munge and openssh-server (``make install``); fio runs for real on
+each node's scratch directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clustereval.results import problems
+from clustereval.sim import cluster
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+SMALL_FIO = ["-e", "clustereval_storage_fio_size_mib=32", "-e", "clustereval_storage_fio_runtime_s=1"]
+NODE_CHECKS = {"harness.node.reachable", "audit.gpu.inventory", "audit.os.kernel", "audit.slurm.node_state",
+               "audit.slurm.gres"}
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root"),
+    pytest.mark.skipif(not Path("/usr/sbin/slurmctld").exists(), reason="slurm-wlm is not installed"),
+    pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed"),
+]
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}:{os.environ['PATH']}",
+            "ANSIBLE_NOCOLOR": "1"}
+
+
+def clustereval(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / "clustereval"), *args], capture_output=True, text=True, timeout=timeout,
+                          env=env(), cwd=REPO)
+
+
+def playbook(inventory: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / "ansible-playbook"), str(REPO / "playbooks" / "evaluate.yml"),
+                           "-i", str(inventory), *args], capture_output=True, text=True, timeout=timeout,
+                          env=env(), cwd=REPO)
+
+
+def results(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
+
+
+def by_key(items: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(r["check"], r["subject"]): r for r in items}
+
+
+def profile_with(tmp: Path, nodes: dict) -> Path:
+    """The packaged reference profile with per-node overrides (our own test profile)."""
+    base = yaml.safe_load(resources.files("clustereval.sim").joinpath("profiles/reference.yml").read_text())
+    base["nodes"] = nodes
+    path = tmp / "profile.yml"
+    path.write_text(yaml.safe_dump(base))
+    return path
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("sim-ref")
+    cluster.up(directory, 4, "reference")
+    yield directory
+    cluster.down(directory)
+
+
+@pytest.fixture(scope="module")
+def cli_run(reference, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("runs") / "cli"
+    proc = clustereval("evaluate", "-i", str(reference / "inventory.ini"), "--out", str(run_dir), *SMALL_FIO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return run_dir, proc
+
+
+def test_cli_writes_the_whole_run_directory(cli_run):
+    run_dir, proc = cli_run
+    assert f"Run directory: {run_dir}" in proc.stdout
+    assert "Tier:" in proc.stdout
+    assert "checks" in proc.stderr  # progress lines: hosts x checks done
+    for name in ("results.jsonl", "score.json", "report.md", "junit.xml", "run.json"):
+        assert (run_dir / name).is_file(), name
+    items = results(run_dir)
+    assert all(problems(r) == [] for r in items)
+    keyed = by_key(items)
+    for node in ("node1", "node2", "node3", "node4"):
+        for check in NODE_CHECKS | {"storage.fio.seq_write", "storage.fio.seq_read"}:
+            assert (check, node) in keyed, (check, node)
+        inventory = keyed[("audit.gpu.inventory", node)]
+        assert inventory["status"] == "pass" and inventory["value"] == 8
+        assert keyed[("audit.slurm.gres", node)]["status"] == "pass"
+        fio = keyed[("storage.fio.seq_read", node)]
+        assert fio["status"] in ("pass", "warn", "fail") and fio["value"] > 0 and fio["unit"] == "MB/s"
+    assert keyed[("audit.fleet.gpu_consistency", "_cluster")]["status"] == "pass"
+    for item in items:
+        for artifact in item["artifacts"]:
+            assert (run_dir / artifact).is_file(), artifact
+    assert (run_dir / "raw/node1/nvidia-smi-q-x.xml").read_text().startswith("<?xml")
+    fio_json = json.loads((run_dir / "raw/node2/fio-seq-write.json").read_text())
+    assert fio_json["jobs"][0]["jobname"] == "seq_write"
+
+
+def test_score_run_json_and_junit(cli_run):
+    run_dir, _ = cli_run
+    score = json.loads((run_dir / "score.json").read_text())
+    assert score["tier"] in ("Platinum", "Gold", "Silver", "Bronze", "Participation", "Underperforming")
+    assert sum(score["counts"].values()) == len(results(run_dir))
+    assert "categories" in score
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["versions"]["clustereval"] and run["versions"]["ansible_core"]
+    assert run["phases"] == ["audit", "performance"] and run["ended"]
+    assert sorted(run["inventory"]["hosts"]) == ["node1", "node2", "node3", "node4"]
+    junit = ET.parse(run_dir / "junit.xml").getroot()
+    assert len(junit.findall(".//testcase")) == len(results(run_dir))
+
+
+def test_report_rerenders_without_the_cluster(cli_run, tmp_path):
+    run_dir, _ = cli_run
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    (copy / "report.md").unlink()
+    (copy / "score.json").unlink()
+    proc = clustereval("report", str(copy))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((copy / "score.json").read_text())["tier"] == json.loads((run_dir / "score.json").read_text())["tier"]
+    assert "raw/node1/nvidia-smi-q-x.xml" in (copy / "report.md").read_text()
+
+
+def test_ansible_playbook_and_cli_give_the_same_run_directory(reference, tmp_path):
+    via_playbook, via_cli = tmp_path / "playbook", tmp_path / "cli"
+    proc = playbook(reference / "inventory.ini", "-e", "clustereval_phases=audit", "-e", f"clustereval_out={via_playbook}")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    proc = clustereval("evaluate", "-i", str(reference / "inventory.ini"), "--phases", "audit", "--out", str(via_cli))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def shape(run_dir: Path) -> tuple:
+        files = sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if p.is_file())
+        verdicts = sorted((r["check"], r["subject"], r["status"], json.dumps(r["value"] if r["unit"] != "s" else None))
+                          for r in results(run_dir))
+        return files, verdicts
+
+    assert shape(via_playbook) == shape(via_cli)
+    assert json.loads((via_playbook / "run.json").read_text())["phases"] == ["audit"]
+
+
+def test_tags_select_single_checks(reference, tmp_path):
+    run_dir = tmp_path / "tags"
+    proc = playbook(reference / "inventory.ini", "--tags", "audit.slurm", "--skip-tags", "audit.slurm.gres",
+                    "-e", f"clustereval_out={run_dir}")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert {r["check"] for r in results(run_dir)} == {"audit.slurm.node_state"}
+
+
+def test_bad_variable_is_refused_before_anything_runs(reference, tmp_path):
+    run_dir = tmp_path / "never"
+    proc = playbook(reference / "inventory.ini", "-e", "clustereval_storage_fio_size_mib=-5",
+                    "-e", f"clustereval_out={run_dir}")
+    assert proc.returncode != 0
+    assert "clustereval_storage_fio_size_mib" in proc.stdout
+    assert not run_dir.exists()
+    proc = playbook(reference / "inventory.ini", "-e", "clustereval_storage_fio_iodepth=lots",
+                    "-e", f"clustereval_out={run_dir}")
+    assert proc.returncode != 0 and "clustereval_storage_fio_iodepth" in proc.stdout
+    assert not run_dir.exists()
+
+
+def test_flawed_profile_findings(tmp_path):
+    sim = tmp_path / "sim"
+    cluster.up(sim, 4, "flawed")
+    try:
+        run_dir = tmp_path / "run"
+        proc = clustereval("evaluate", "-i", str(sim / "inventory.ini"), "--phases", "audit", "--out", str(run_dir))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    finally:
+        cluster.down(sim)
+    keyed = by_key(results(run_dir))
+    assert keyed[("audit.gpu.inventory", "node1")]["status"] == "pass"
+    assert keyed[("audit.gpu.inventory", "node2")]["value"] == 7
+    gres = keyed[("audit.slurm.gres", "node2")]
+    assert gres["status"] == "fail" and "8" in gres["summary"] and "7" in gres["summary"]
+    state = keyed[("audit.slurm.node_state", "node3")]
+    assert state["status"] == "fail" and "XID 79" in state["summary"]
+    truncated = keyed[("audit.gpu.inventory", "node4")]
+    assert truncated["status"] == "error" and truncated["artifacts"] == ["raw/node4/nvidia-smi-q-x.xml"]
+    fleet = keyed[("audit.fleet.gpu_consistency", "_cluster")]
+    assert fleet["status"] == "fail"
+    assert "node2 (7)" in fleet["summary"] and "535.183.01" in fleet["summary"]
+    assert "node4" in fleet["evidence"]["not_assessed"]
+    score = json.loads((run_dir / "score.json").read_text())
+    assert score["tier"] in ("Bronze", "Participation", "Underperforming")
+
+
+def test_unreachable_node_from_the_start(tmp_path):
+    sim = tmp_path / "sim"
+    cluster.up(sim, 3, str(profile_with(tmp_path, {"node3": {"faults": {"unreachable": True}}})))
+    try:
+        run_dir = tmp_path / "run"
+        proc = clustereval("evaluate", "-i", str(sim / "inventory.ini"), "--out", str(run_dir), *SMALL_FIO)
+        assert proc.returncode != 0  # ansible reports the unreachable host
+    finally:
+        cluster.down(sim)
+    keyed = by_key(results(run_dir))
+    assert keyed[("harness.node.reachable", "node3")]["status"] == "fail"
+    assert ("audit.gpu.inventory", "node3") not in keyed
+    for node in ("node1", "node2"):
+        assert keyed[("audit.gpu.inventory", node)]["status"] == "pass"
+        assert ("storage.fio.seq_write", node) in keyed
+    assert "node3" in (run_dir / "report.md").read_text()
+    assert json.loads((run_dir / "score.json").read_text())["tier"] != "Platinum"
+
+
+def test_sshd_dies_mid_run_keeps_what_was_measured(tmp_path):
+    sim = tmp_path / "sim"
+    cluster.up(sim, 3, "reference")
+    run_dir = tmp_path / "run"
+    killed: list[int] = []
+
+    def kill_after_audit() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            path = run_dir / "results.jsonl"
+            if path.exists() and '"audit.fleet.gpu_consistency"' in path.read_text():
+                killed.extend(cluster.kill_node_sshd(sim, "node2"))
+                return
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=kill_after_audit)
+    watcher.start()
+    try:
+        proc = playbook(sim / "inventory.ini", "-e", f"clustereval_out={run_dir}",
+                        "-e", "clustereval_storage_fio_size_mib=32", "-e", "clustereval_storage_fio_runtime_s=2")
+    finally:
+        watcher.join()
+        cluster.down(sim)
+    assert killed, "the watcher never saw the audit finish"
+    assert proc.returncode != 0
+    keyed = by_key(results(run_dir))
+    for check in NODE_CHECKS:  # measured before sshd died: still on disk
+        assert (check, "node2") in keyed
+    assert keyed[("harness.node.reachable", "node2")]["status"] == "fail"
+    assert ("storage.fio.seq_write", "node2") not in keyed
+    for node in ("node1", "node3"):
+        assert ("storage.fio.seq_read", node) in keyed
+    assert (run_dir / "score.json").exists() and "node2" in (run_dir / "report.md").read_text()
