@@ -121,7 +121,7 @@ def parse(text: str) -> dict[str, Any]:
                 row[key] = to_int(cell) if key == "iter" else to_float(cell)
             results.append(row)
             continue
-        if " : " in line or re.match(r"^[^:]+?\s+:\s*$", line):
+        if " : " in line or (stripped.endswith(":") and " " in stripped):
             key, _, value = line.partition(":")
             key, value = key.strip(), value.strip()
             if section == "options":

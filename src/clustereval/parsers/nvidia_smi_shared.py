@@ -148,9 +148,9 @@ REASON_BITS = {
 }
 
 
-def decode_reasons(mask: int | None) -> list[str] | None:
-    """Canonical reason names set in a clocks-event bitmask (unknown bits as ``bit_0x...``)."""
-    if mask is None:
+def decode_reasons(mask: object) -> list[str] | None:
+    """Canonical reason names set in a clocks-event bitmask (unknown bits as ``bit_0x...``); None if no mask."""
+    if not isinstance(mask, int) or isinstance(mask, bool) or not 0 <= mask < 2**64:
         return None
     names = [name for bit, name in REASON_BITS.items() if mask & bit]
     unknown = mask & ~sum(REASON_BITS)

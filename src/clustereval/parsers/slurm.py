@@ -458,39 +458,47 @@ def _split_row(line: str, ncols: int, reason_index: int | None, pipe: bool) -> l
 
 def _rows_to_nodes(rows: list[dict[str, str]], warnings: list[str]) -> list[dict[str, Any]]:
     nodes: dict[str, dict[str, Any]] = {}
+    budget = MAX_HOSTLIST  # bounds the work on hostile input (a real cluster has far fewer nodes)
     for row in rows:
         names: list[str] = []
         if row.get("hostname"):
             names = [row["hostname"]]
         elif row.get("nodelist"):
-            names = expand_hostlist(row["nodelist"])
-            if len(names) >= MAX_HOSTLIST:
+            names = expand_hostlist(row["nodelist"], limit=max(budget, 1))
+            if len(names) >= budget:
                 warnings.append(f"hostlist {row['nodelist'][:80]} expanded to the first "
-                                f"{MAX_HOSTLIST} names only")
+                                f"{budget} names only")
+        budget -= len(names)
+        if budget < 0:
+            break
         partition = row.get("partition")
         partition = partition.rstrip("*") if partition else None
         reason, user, when = _split_reason(row.get("reason"))
+        if not names:
+            continue
+        fields: dict[str, Any] = {
+            "gres": row.get("gres"), "reason": reason, "cpus": to_int(row.get("cpus")),
+            "real_memory_mb": to_int(row.get("real_memory_mb"))}
+        if user or row.get("reason_user"):
+            fields["reason_user"] = user or row.get("reason_user")
+        if when or row.get("reason_time"):
+            fields["reason_time"] = when or row.get("reason_time")
+        for key in ("gres_used", "cpus_state", "free_memory_mb", "cpu_load", "version", "features",
+                    "state_long_raw"):
+            if key in row:
+                value = row[key]
+                if key == "free_memory_mb":
+                    fields[key] = to_int(value)
+                elif key == "cpu_load":
+                    fields[key] = to_float(value)
+                else:
+                    fields[key] = value
+        # one row of the partition view can name thousands of nodes: build the node once, copy it
+        template = _node(names[0], row.get("state"), **fields)
         for name in names:
-            fields: dict[str, Any] = {
-                "gres": row.get("gres"), "reason": reason, "cpus": to_int(row.get("cpus")),
-                "real_memory_mb": to_int(row.get("real_memory_mb"))}
-            if user or row.get("reason_user"):
-                fields["reason_user"] = user or row.get("reason_user")
-            if when or row.get("reason_time"):
-                fields["reason_time"] = when or row.get("reason_time")
-            for key in ("gres_used", "cpus_state", "free_memory_mb", "cpu_load", "version", "features",
-                        "state_long_raw"):
-                if key in row:
-                    value = row[key]
-                    if key == "free_memory_mb":
-                        fields[key] = to_int(value)
-                    elif key == "cpu_load":
-                        fields[key] = to_float(value)
-                    else:
-                        fields[key] = value
             existing = nodes.get(name)
             if existing is None:
-                existing = _node(name, row.get("state"), **fields)
+                existing = dict(template, name=name, flags=list(template["flags"]), partitions=[])
                 nodes[name] = existing
             if partition and partition not in existing["partitions"]:
                 existing["partitions"].append(partition)
