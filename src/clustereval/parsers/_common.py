@@ -5,9 +5,10 @@ terminals do to tool output before a parser sees it, so each parser only has to 
 tool itself:
 
 * bytes are decoded as UTF-8 with replacement characters (never a UnicodeError);
-* CRLF and lone CR become LF, ANSI colour/cursor escape sequences are removed;
+* CRLF becomes LF and ANSI colour/cursor escape sequences are removed;
 * ``srun -l`` rank prefixes (``0: ``, ``12: ``) and ``mpirun --tag-output`` prefixes
-  (``[1,0]<stdout>:``, ``[1,3]<stderr>:``) are stripped when they prefix most non-empty lines.
+  (``[1,0]<stdout>:``, ``[1,3]<stderr>:``) are stripped when they prefix most non-empty lines;
+* then lone CRs (progress redraws) become LF.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from typing import Any
 from clustereval.parsers.errors import ParseError
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-_SRUN_PREFIX = re.compile(r"^\s{0,4}\d{1,6}: ?")
-_MPIRUN_PREFIX = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr)>:\s?")
+# `srun -l` prints the task id (never zero-padded, right-aligned) then ": " — a PCI domain such as
+# "0000:3b:00.0" must not look like one. `mpirun --tag-output` adds no space after the colon.
+_SRUN_PREFIX = re.compile(r"^\s{0,5}(?:0|[1-9]\d{0,5}): ")
+_MPIRUN_PREFIX = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
 
 
 def to_text(data: str | bytes | bytearray | None) -> str:
@@ -46,15 +49,19 @@ def _strip_prefix(lines: list[str], pattern: re.Pattern[str]) -> list[str] | Non
 def clean(data: str | bytes | bytearray | None) -> str:
     """Return tool output with line endings, ANSI codes and launcher prefixes normalised."""
     text = to_text(data)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = _ANSI.sub("", text)
+    text = _ANSI.sub("", text).replace("\r\n", "\n")
     lines = text.split("\n")
-    for pattern in (_MPIRUN_PREFIX, _SRUN_PREFIX):
-        stripped = _strip_prefix(lines, pattern)
-        if stripped is not None:
-            lines = stripped
+    for _layer in range(2):  # `srun` around `mpirun` gives two layers of prefixes
+        for pattern in (_MPIRUN_PREFIX, _SRUN_PREFIX):
+            stripped = _strip_prefix(lines, pattern)
+            if stripped is not None:
+                lines = stripped
+                break
+        else:
             break
-    return "\n".join(lines)
+    # Progress lines redrawn with a bare CR (gpu-burn, wget-style bars) become lines of their own only
+    # now: a launcher labels whole LF-terminated lines, CRs included.
+    return "\n".join(lines).replace("\r", "\n")
 
 
 def to_float(token: str | None) -> float | None:

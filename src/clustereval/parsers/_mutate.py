@@ -33,7 +33,8 @@ def duplicate_lines(data: bytes, rng: random.Random) -> bytes:
 
 
 def crlf(data: bytes, rng: random.Random) -> bytes:
-    return data.replace(b"\n", b"\r\n")
+    """Windows line endings (lines that already end in CRLF stay as they are)."""
+    return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
 
 
 def ansi(data: bytes, rng: random.Random) -> bytes:

@@ -40,8 +40,12 @@ def _parse_keyvalue(text: str) -> dict[str, Any]:
     gpus: list[dict[str, Any]] = []
     warnings: list[str] = []
     stack: list[tuple[int, dict[str, Any]]] = []
+    elided = False
     for raw in text.split("\n"):
         if not raw.strip():
+            continue
+        if raw.strip() in ("...", "[...]"):
+            elided = True
             continue
         indent = len(raw) - len(raw.lstrip(" "))
         key, sep, value = raw.strip().partition(":")
@@ -73,7 +77,9 @@ def _parse_keyvalue(text: str) -> dict[str, Any]:
                 parent[name] = _value(value) if re.fullmatch(r"-?\d+(?:\.\d+)?", value) else value
     if not gpus:
         raise ParseError("amd-smi: no 'GPU: N' block found")
-    return result(TOOL, "keyvalue", complete=True, warnings=warnings, gpus=gpus, gpu_count=len(gpus))
+    if elided:
+        warnings.append("output elided ('...'): not every GPU or field is listed")
+    return result(TOOL, "keyvalue", complete=not elided, warnings=warnings, gpus=gpus, gpu_count=len(gpus))
 
 
 def _cells(line: str) -> list[tuple[str, str | None]]:

@@ -236,6 +236,11 @@ def _parse_diag_table(lines: list[str], warnings: list[str]) -> dict[str, Any]:
         test["per_gpu"] = per_gpu
         if "info" in test:
             test["info"] = [note["text"].strip() for note in test["info"]]
+            for text in test["info"]:
+                if text and text[-1] not in ".!?)\"'":
+                    # dcgmi caps the Info cell; what it printed ends mid-word
+                    warnings.append(f"{test['name']}: Info text ends mid-sentence ({text[-30:]!r}); "
+                                    "dcgmi cut it short")
         if "warnings" in test:
             texts = [note["text"].strip() for note in test["warnings"]]
             test["warnings"] = [{"gpu": _warning_gpu(t), "text": t} for t in texts]

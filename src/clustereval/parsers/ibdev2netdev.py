@@ -3,8 +3,9 @@
 Plain: ``mlx5_0 port 1 ==> ens64np1 (Up)``. Verbose: ``0000:31:00.0 mlx5_0 (MT4117 - MT2138K10121)
 CX4121A - ConnectX-4 LX SFP28 fw 14.27.1016 port 1 (DOWN  ) ==> ens4f0 (Down)``, including SR-IOV VFs printed
 as ``(MT4116 - NA)`` with an empty description and descriptions padded with many spaces before ``fw``.
-A PCI address whose all-digit domain was taken for an ``srun -l`` rank prefix by the launcher-prefix
-cleaning (every ``-v`` line starts with ``0000:``) is accepted without its domain. The RDMA port state
+The PCI address is kept as ``bus:dev.fn`` without its domain: the launcher-prefix cleaning can take an
+all-digit domain (every ``-v`` line starts with ``0000:``) for an ``srun -l`` rank prefix, so the domain is
+not reliable. The RDMA port state
 (verbose only) and the netdev link state are kept apart: a port can be ACTIVE while its
 netdev is Down.
 """
@@ -46,7 +47,9 @@ def parse(text: str) -> dict[str, Any]:
                 "device": match.group("dev"), "port": int(match.group("port")),
                 "netdev": match.group("netdev"), "link": match.group("link").strip(),
                 "up": match.group("link").strip().lower() == "up",
-                "pci": match.group("pci"), "mt": match.group("mt"),
+                "pci": match.group("pci").lower().split(":", 1)[-1] if match.group("pci").count(":") == 2
+                else match.group("pci").lower(),
+                "mt": match.group("mt"),
                 "board": None if psid in ("", "NA", "N/A") else psid,
                 "description": match.group("desc").strip() or None,
                 "firmware_version": match.group("fw"),

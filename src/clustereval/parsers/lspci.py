@@ -82,11 +82,10 @@ def _parse_vvv(text: str, warnings: list[str]) -> tuple[list[dict[str, Any]], bo
                 devices.append(device)
                 capability = None
                 continue
-            if set(raw.strip()) <= {"."}:
-                elided = True
+            if device is None and not set(raw.strip()) <= {"."}:
+                warnings.append(f"unrecognised line: {raw.strip()[:160]}")
                 continue
-            warnings.append(f"unrecognised line: {raw.strip()[:160]}")
-            continue
+            # otherwise a field line that lost its indentation (e.g. to a launcher-prefix strip): read it as one
         line = raw.strip()
         if set(line) <= {"."}:
             elided = True

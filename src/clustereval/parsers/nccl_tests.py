@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from clustereval.parsers import register
-from clustereval.parsers._common import result, to_float, to_int
+from clustereval.parsers._common import clean, result, to_float, to_int
 from clustereval.parsers.errors import ParseError
 
 _MAX_WARNINGS = 50
@@ -191,6 +191,9 @@ def parse_rccl(text: str) -> dict[str, Any]:
 
 
 def _parse(text: str, tool: str) -> dict[str, Any]:
+    # A job launched through two launchers (srun inside mpirun, or an already-prefixed log) carries two
+    # prefixes; the registry strips one. No nccl-tests line starts with "N: " or "[n,m]<stdout>:" itself.
+    text = clean(text)
     if not text or not text.strip():
         raise ParseError(f"{tool}: the output is empty (did the benchmark binary run at all?)")
     warnings: list[str] = []

@@ -23,7 +23,8 @@ _RUNNING = re.compile(r"^Running (\S+?)\.?$")
 _TITLE = re.compile(r"^(memcpy|memory latency)\b(.*?)(?:\s(Read1|Read2|Write1|Write2|Total))?\s*"
                     r"(?:(?:total )?bandwidth\s*)?\((GB/s|ns|us)\)\s*$", re.IGNORECASE)
 _HEADER = re.compile(r"^\s*\d+(\s+\d+)*\s*$")
-_ROW = re.compile(r"^\s*(\d+)\s+((?:(?:-?[\d.]+|N/A)\s*)+)$")
+# tokens separated by mandatory whitespace: a nested "\s*" here backtracks exponentially on garbage
+_ROW = re.compile(r"^\s*(\d+)((?:\s+(?:-?[\d.]+|N/A))+)\s*$")
 _SUM = re.compile(r"^SUM (\S+) (\S+)\s*$")
 _COV = re.compile(r"^COEFFICIENT_OF_VARIATION (\S+) (\S+)\s*$")
 

@@ -56,6 +56,9 @@ def test_rtx_a400_single_gpu_layout():
 def test_t4_faulty_with_errors():
     out = parse(TOOL, read_corpus(TOOL, "tesla-t4-500s-floats-errors-WARNING-FAULTY.txt"))
     (gpu,) = out["gpus"]
+    # FAILURE in SOURCES.md means the GPU failed; the output itself is whole (verdict block printed),
+    # so complete stays True and the failure is carried by ok/all_ok
+    assert out["complete"] is True
     assert gpu["verdict"] == "FAULTY" and gpu["ok"] is False
     assert out["all_ok"] is False and out["faulty_gpus"] == [0]
     assert gpu["errors_last_report"] == 10159088
