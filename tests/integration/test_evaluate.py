@@ -135,15 +135,18 @@ def test_report_rerenders_without_the_cluster(cli_run, tmp_path):
     (copy / "score.json").unlink()
     proc = clustereval("report", str(copy))
     assert proc.returncode == 0, proc.stderr
-    assert json.loads((copy / "score.json").read_text())["tier"] == json.loads((run_dir / "score.json").read_text())["tier"]
+    rescored = json.loads((copy / "score.json").read_text())
+    assert rescored["tier"] == json.loads((run_dir / "score.json").read_text())["tier"]
     assert "raw/node1/nvidia-smi-q-x.xml" in (copy / "report.md").read_text()
 
 
 def test_ansible_playbook_and_cli_give_the_same_run_directory(reference, tmp_path):
     via_playbook, via_cli = tmp_path / "playbook", tmp_path / "cli"
-    proc = playbook(reference / "inventory.ini", "-e", "clustereval_phases=audit", "-e", f"clustereval_out={via_playbook}")
+    proc = playbook(reference / "inventory.ini", "-e", "clustereval_phases=audit",
+                    "-e", f"clustereval_out={via_playbook}")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    proc = clustereval("evaluate", "-i", str(reference / "inventory.ini"), "--phases", "audit", "--out", str(via_cli))
+    proc = clustereval("evaluate", "-i", str(reference / "inventory.ini"), "--phases", "audit",
+                       "--out", str(via_cli))
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     def shape(run_dir: Path) -> tuple:

@@ -19,6 +19,8 @@ from clustereval.parsers.errors import ParseError
 
 TOOL = "gpu-burn"
 
+# More GPUs than any node carries means a corrupted number, not a machine to allocate rows for.
+MAX_GPUS = 4096
 _GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]+)\)\s*$")
 _INIT = re.compile(r"Initialized device (\d+) with (\d+) MB of memory \((\d+) MB available, "
                    r"using (\d+) MB of it\), using (DOUBLES|FLOATS)(, using Tensor Cores)?")
@@ -94,10 +96,14 @@ def parse(text: str) -> dict[str, Any]:
             killed = line.split(" Initialized device", 1)[0]
         tested_match = _TESTED.match(line)
         if tested_match:
-            tested = int(tested_match.group(1))
+            count = int(tested_match.group(1))
+            if count > MAX_GPUS:
+                warnings.append(f"implausible GPU count ignored: {line[:80]!r}")
+            else:
+                tested = count
             continue
         verdict = _VERDICT.match(line)
-        if verdict and tested is not None:
+        if verdict and tested is not None and int(verdict.group(1)) < MAX_GPUS:
             verdicts[int(verdict.group(1))] = verdict.group(2)
             continue
         if not _KNOWN.search(line) and len(warnings) < 20:
