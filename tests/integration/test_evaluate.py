@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
-from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -62,11 +61,9 @@ def by_key(items: list[dict]) -> dict[tuple[str, str], dict]:
 
 
 def profile_with(tmp: Path, nodes: dict) -> Path:
-    """The packaged reference profile with per-node overrides (our own test profile)."""
-    base = yaml.safe_load(resources.files("clustereval.sim").joinpath("profiles/reference.yml").read_text())
-    base["nodes"] = nodes
+    """A profile of our own: the packaged reference with per-node overrides."""
     path = tmp / "profile.yml"
-    path.write_text(yaml.safe_dump(base))
+    path.write_text(yaml.safe_dump({"extends": "reference", "nodes": nodes}))
     return path
 
 

@@ -81,3 +81,24 @@ def test_bad_profiles_are_refused_with_a_clear_message(tmp_path, body, message):
 def test_unknown_profile_name():
     with pytest.raises(sp.ProfileError, match="unknown profile 'nope'"):
         sp.load_profile("nope")
+
+
+def test_extends_merges_a_base_profile(tmp_path):
+    from clustereval.sim.profile import ProfileError, load_profile, node_settings
+
+    child = tmp_path / "mine.yml"
+    child.write_text("extends: reference\ncluster:\n  driver_version: '560.35.03'\n"
+                     "nodes:\n  2:\n    faults: {unreachable: true}\n")
+    profile = load_profile(child)
+    assert profile["name"] == "mine"
+    assert profile["cluster"]["driver_version"] == "560.35.03"
+    assert profile["cluster"]["gpus"]["count"] == load_profile("reference")["cluster"]["gpus"]["count"]
+    assert node_settings(profile, "node2")["faults"] == {"unreachable": True}
+    grandchild = tmp_path / "more.yml"
+    grandchild.write_text("extends: mine.yml\nnodes:\n  node3:\n    faults: {nvidia_smi: garbage}\n")
+    merged = load_profile(grandchild)
+    assert set(merged["nodes"]) == {"node2", "node3"} and merged["cluster"]["driver_version"] == "560.35.03"
+    loop = tmp_path / "loop.yml"
+    loop.write_text("extends: loop.yml\ncluster: {}\n")
+    with pytest.raises(ProfileError, match="extends itself"):
+        load_profile(loop)

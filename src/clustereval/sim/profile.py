@@ -75,14 +75,41 @@ def profile_path(name_or_path: str | Path) -> Path:
     return packaged
 
 
-def load_profile(name_or_path: str | Path) -> dict[str, Any]:
-    """Read and validate a profile; returns ``{"name", "path", "cluster", "nodes"}``."""
-    path = profile_path(name_or_path)
+def _read_with_base(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The profile's YAML with the profile it ``extends:`` (a packaged name or a path) merged under it."""
+    if path in seen:
+        raise ProfileError(f"profile {path} extends itself through {' -> '.join(map(str, seen))}")
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ProfileError(f"profile {path} is not valid YAML: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("cluster"), dict):
+    if not isinstance(data, dict):
+        raise ProfileError(f"profile {path} must be a mapping with a 'cluster:' key")
+    base_name = data.get("extends")
+    if not base_name:
+        return data
+    base_ref = Path(str(base_name))
+    if not base_ref.is_absolute() and base_ref.suffix in (".yml", ".yaml"):
+        base_ref = path.parent / base_ref
+    base = _read_with_base(profile_path(base_ref if base_ref.suffix else str(base_name)), (*seen, path))
+    for key in ("cluster", "nodes"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise ProfileError(f"profile {path}: '{key}:' must be a mapping")
+    merged_cluster = deep_merge(base.get("cluster") or {}, data.get("cluster") or {})
+    merged_cluster["name"] = (data.get("cluster") or {}).get("name") or path.stem
+    return {"cluster": merged_cluster,
+            "nodes": deep_merge(base.get("nodes") or {}, data.get("nodes") or {})}
+
+
+def load_profile(name_or_path: str | Path) -> dict[str, Any]:
+    """Read and validate a profile; returns ``{"name", "path", "cluster", "nodes"}``.
+
+    ``extends: <profile>`` at the top of a profile starts from that profile (packaged name or a path
+    relative to this file) and merges this one's ``cluster:`` and ``nodes:`` over it.
+    """
+    path = profile_path(name_or_path)
+    data = _read_with_base(path)
+    if not isinstance(data.get("cluster"), dict):
         raise ProfileError(f"profile {path} needs a 'cluster:' mapping")
     nodes = data.get("nodes") or {}
     if not isinstance(nodes, dict):
