@@ -205,6 +205,11 @@ class TestSlurmGres:
         probes = {**slurm_probe(scontrol_node(gres="(null)")), **gpu_probe(q_x([H100] * 8))}
         assert run("audit.slurm.gres", probes)["status"] == "fail"
 
+    def test_warn_when_gres_type_names_other_hardware(self):
+        probes = {**slurm_probe(scontrol_node(gres="gpu:a100:8")), **gpu_probe(q_x([H100] * 8))}
+        result = run("audit.slurm.gres", probes)
+        assert result["status"] == "warn" and "a100" in result["summary"]
+
     def test_skip_without_gpus_anywhere(self):
         probes = {**slurm_probe(scontrol_node(gres="(null)")),
                   **gpu_probe("", rc=127, missing=True)}
@@ -241,9 +246,16 @@ class TestFleet:
         result = run("audit.fleet.gpu_consistency", fleet={"n1": facts(8), "n2": None})
         assert result["status"] == "skip" and "n2" in result["summary"]
 
-    def test_error_when_the_check_crashes_on_malformed_facts(self):
-        result = run("audit.fleet.gpu_consistency", fleet={"n1": {"gpu_count": [object()]}, "n2": {"gpu_count": 8}})
-        assert result["status"] in ("error", "fail")
+    def test_error_when_the_harness_could_not_read_enough_nodes(self):
+        broken = Context(subject="x", probes={**gpu_probe("<<<garbage"), **probe("uname_r", "6.1.0\n")})
+        fleet = {"n1": facts(8), "n2": audit.host_facts(broken), "n3": audit.host_facts(broken)}
+        result = run("audit.fleet.gpu_consistency", fleet=fleet)
+        assert result["status"] == "error" and "n2" in result["summary"]
+
+    def test_another_kernel_series_is_a_fail(self):
+        fleet = {"n1": facts(8), "n2": facts(8), "n3": facts(8, kernel="5.15.0-105-generic")}
+        result = run("audit.fleet.kernel_consistency", fleet=fleet)
+        assert result["status"] == "fail" and "n3" in result["summary"]
 
     def test_kernel_drift_is_a_warn(self):
         fleet = {"n1": facts(8), "n2": facts(8), "n3": facts(8, kernel="6.1.0-13-amd64")}

@@ -112,10 +112,13 @@ def slurm_gres(ctx: Context) -> Verdict:
     node = _slurm_node(ctx)
     slurm_gpus = node.get("gres_gpus")
     try:
-        visible = len(_gpus(ctx).get("gpus") or [])
+        gpus = _gpus(ctx).get("gpus") or []
     except Skip:
-        visible = 0
-    evidence = {"slurm_gres": node.get("gres"), "slurm_gpus": slurm_gpus, "nvidia_smi_gpus": visible}
+        gpus = []
+    visible = len(gpus)
+    models = sorted({str(gpu.get("name") or "") for gpu in gpus})
+    evidence = {"slurm_gres": node.get("gres"), "slurm_gpus": slurm_gpus, "nvidia_smi_gpus": visible,
+                "gpu_models": models}
     expected = {"equals": visible, "source": "nvidia-smi -q -x"}
     if not slurm_gpus and not visible:
         raise Skip(f"no GPUs on {ctx.subject} in either Slurm or nvidia-smi")
@@ -126,6 +129,12 @@ def slurm_gres(ctx: Context) -> Verdict:
         more = "more" if int(slurm_gpus) > visible else "fewer"
         return Verdict("fail", f"Slurm declares {slurm_gpus} GPUs ({node.get('gres')}), {more} than the "
                        f"{visible} nvidia-smi sees", slurm_gpus, expected=expected, evidence=evidence)
+    gres_type = str(node.get("gres_gpu_type") or "")
+    squashed = [model.lower().replace(" ", "").replace("-", "") for model in models]
+    if gres_type and not any(gres_type.lower().replace("-", "") in model for model in squashed):
+        return Verdict("warn", f"Slurm GRES type '{gres_type}' does not name the GPU model "
+                       f"({', '.join(models)}): jobs asking for --gres=gpu:{gres_type} get other hardware",
+                       slurm_gpus, expected=expected, evidence=evidence)
     return Verdict("pass", f"Slurm GRES {node.get('gres')} matches the {visible} GPUs nvidia-smi sees",
                    slurm_gpus, expected=expected, evidence=evidence)
 
@@ -160,6 +169,19 @@ def _odd_ones(values: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     return majority, {host: v for host, v in values.items() if repr(v) != majority_repr}
 
 
+def _unassessable(ctx: Context, values: dict[str, Any], missing: list[str], what: str, topic: str) -> None:
+    """Raise the right outcome when fewer than two nodes can be compared: error when the harness
+    failed to read them, skip when there is genuinely nothing to compare."""
+    if len(values) >= 2:
+        return
+    problems = {host: (ctx.fleet.get(host) or {}).get("problems", {}).get(topic) for host in missing}
+    harness = {host: problem for host, problem in problems.items() if problem}
+    if harness and len(values) + len(harness) >= 2:
+        detail = "; ".join(f"{host}: {problem}" for host, problem in harness.items())
+        raise HarnessError(f"could not read {what} on enough nodes to compare: {detail[:400]}")
+    raise Skip(f"fewer than two nodes reported {what} (not assessed: {', '.join(missing) or '-'})")
+
+
 def _fleet(ctx: Context, key: str, source: str) -> tuple[dict[str, Any], list[str], list[str]]:
     """Per-host ``key`` values, the hosts without the fact, and the ``source`` artifacts they came from."""
     values, missing, artifacts = {}, [], []
@@ -178,8 +200,7 @@ def _fleet(ctx: Context, key: str, source: str) -> tuple[dict[str, Any], list[st
 def fleet_gpu_consistency(ctx: Context) -> Verdict:
     counts, missing, artifacts = _fleet(ctx, "gpu_count", "gpu")
     ctx.extra_artifacts.extend(artifacts)
-    if len(counts) < 2:
-        raise Skip(f"fewer than two nodes reported a GPU inventory (not assessed: {', '.join(missing) or '-'})")
+    _unassessable(ctx, counts, missing, "a GPU inventory", "gpu")
     if not any(counts.values()):
         raise Skip(f"none of the {len(counts)} nodes has GPUs the driver can see (no nvidia-smi, or no GPUs)")
     evidence: dict[str, Any] = {"nodes_assessed": len(counts), "not_assessed": missing}
@@ -207,11 +228,15 @@ def fleet_gpu_consistency(ctx: Context) -> Verdict:
 def fleet_kernel_consistency(ctx: Context) -> Verdict:
     kernels, missing, artifacts = _fleet(ctx, "kernel", "kernel")
     ctx.extra_artifacts.extend(artifacts)
-    if len(kernels) < 2:
-        raise Skip(f"fewer than two nodes reported a kernel (not assessed: {', '.join(missing) or '-'})")
+    _unassessable(ctx, kernels, missing, "a kernel", "kernel")
     majority, odd = _odd_ones(kernels)
     evidence = {"fleet": majority, "odd_nodes": odd, "not_assessed": missing}
     if odd:
-        return Verdict("warn", f"kernel differs on {', '.join(f'{h} ({v})' for h, v in odd.items())} "
+        # Another kernel series (5.15 vs 6.8) means another driver build and RDMA stack: a fail;
+        # another patch level of the same series is drift to schedule away: a warn.
+        series = {host: baselines.version_key(k)[:2] for host, k in kernels.items()}
+        other_series = any(series[h] != baselines.version_key(majority)[:2] for h in odd)
+        return Verdict("fail" if other_series else "warn",
+                       f"kernel differs on {', '.join(f'{h} ({v})' for h, v in odd.items())} "
                        f"from the fleet's {majority}", len(set(kernels.values())), evidence=evidence)
     return Verdict("pass", f"{len(kernels)} nodes run kernel {majority}", 1, evidence=evidence)
