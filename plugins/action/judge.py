@@ -15,7 +15,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from clustereval import checks
-from clustereval.checks import audit, catalogue
+from clustereval.checks import catalogue
 from clustereval.results import CLUSTER_SUBJECT
 
 DOCUMENTATION = r"""
@@ -33,7 +33,9 @@ options:
     description: Check ids this task may evaluate (all must be in the check catalogue).
     type: list
     elements: str
-    required: true
+  select:
+    description: Instead of C(checks), every catalogue check of C(phase) and C(scope) (node or cluster).
+    type: dict
   probes:
     description: The C(probes) returned by C(clustereval.gpu.collect) for this host.
     type: dict
@@ -58,7 +60,12 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         args = self._task.args
-        check_ids = list(args.get("checks") or [])
+        select = args.get("select")
+        if select:
+            check_ids = catalogue.select(str(select.get("phase")), str(select.get("scope", "node")),
+                                         select.get("domain"))
+        else:
+            check_ids = list(args.get("checks") or [])
         unknown = [c for c in check_ids if c not in catalogue.load()]
         if unknown:
             raise AnsibleActionFail(f"checks not in the catalogue: {', '.join(unknown)}")
@@ -76,6 +83,14 @@ class ActionModule(ActionBase):
             hostvars = task_vars.get("hostvars", {})
             fleet = {h: (hostvars[h].get("clustereval_facts") if h in hostvars else None) for h in fleet_hosts}
         options = dict(args.get("options") or {})
+        if fleet_hosts is None:
+            options["harness"] = checks.detect_harness(options.get("harness"), probes)
+        else:
+            harnesses = {(task_vars.get("hostvars", {}).get(h, {}).get("clustereval_facts") or {}).get("harness")
+                         for h in fleet_hosts}
+            harnesses.discard(None)
+            options["harness"] = checks.detect_harness(options.get("harness"), {},
+                                                       fleet=sorted(harnesses))
         ctx_args = {"subject": subject, "probes": probes, "fleet": fleet}
         run_tags = list(task_vars.get("ansible_run_tags") or ["all"])
         skip_tags = list(task_vars.get("ansible_skip_tags") or [])
@@ -88,7 +103,8 @@ class ActionModule(ActionBase):
         facts = {}
         if fleet_hosts is None and probes:
             facts = {"clustereval_facts": {**(task_vars.get("clustereval_facts") or {}),
-                                           **audit.host_facts(checks.Context(subject=subject, probes=probes))}}
+                                           **checks.host_facts(checks.Context(subject=subject, probes=probes)),
+                                           "harness": options["harness"]}}
         counts: dict[str, int] = {}
         for item in results:
             counts[item["status"]] = counts.get(item["status"], 0) + 1

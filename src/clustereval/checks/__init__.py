@@ -109,9 +109,48 @@ def check(check_id: str) -> Callable[[CheckFn], CheckFn]:
     return deco
 
 
-def registered() -> dict[str, CheckFn]:
-    from clustereval.checks import audit, harness, storage  # noqa: F401 - registration side effect
+FactsFn = Callable[["Context"], dict[str, Any]]
+_FACTS: list[FactsFn] = []
+_LOADED = False
 
+
+def facts(fn: FactsFn) -> FactsFn:
+    """Register a function deriving small per-host facts from the probes, for cluster-scope checks.
+
+    Each returns a flat dict; keys must be unique across functions (name them after their area).
+    Put a reason under ``problems[<topic>]`` when the harness could not read something.
+    """
+    _FACTS.append(fn)
+    return fn
+
+
+def host_facts(ctx: Context) -> dict[str, Any]:
+    """Every registered facts function merged; one that crashes records its error under ``problems``."""
+    registered()
+    merged: dict[str, Any] = {"problems": {}, "artifacts": {}}
+    for fn in _FACTS:
+        try:
+            part = fn(ctx)
+        except Exception as exc:  # a bug in one area's facts must not hide the others
+            merged["problems"][fn.__module__] = f"{type(exc).__name__}: {exc}"
+            continue
+        merged["problems"].update(part.pop("problems", {}) or {})
+        merged["artifacts"].update(part.pop("artifacts", {}) or {})
+        merged.update(part)
+    return merged
+
+
+def registered() -> dict[str, CheckFn]:
+    """Every check function, by id (imports each module of this package once to register them)."""
+    global _LOADED
+    if not _LOADED:
+        import importlib
+        import pkgutil
+
+        for info in pkgutil.iter_modules(__path__):
+            if not info.name.startswith("_") and info.name != "catalogue":
+                importlib.import_module(f"{__name__}.{info.name}")
+        _LOADED = True
     return dict(_CHECKS)
 
 
@@ -143,10 +182,37 @@ def make_result(check_id: str, subject: str, verdict: Verdict, *, run_id: str, a
     }
 
 
+HARNESSES = ("slurm", "k8s", "standalone")
+
+
+def detect_harness(setting: str | None, probes: dict[str, dict[str, Any]],
+                   fleet: list[str] | None = None) -> str:
+    """The harness a check runs under: the operator's setting, else what the evidence shows.
+
+    ``auto`` means Slurm when ``scontrol show node`` found this node, k8s never (it must be named:
+    the audit cannot tell a kubelet's node from a standalone one), otherwise standalone. For the
+    cluster-wide checks, ``fleet`` holds what the nodes detected; any Slurm node makes it Slurm.
+    """
+    if setting and setting != "auto":
+        return setting
+    if fleet is not None:
+        return "slurm" if "slurm" in fleet else (fleet[0] if len(fleet) == 1 else "standalone")
+    slurm = probes.get("slurm_node") or {}
+    if slurm.get("rc") == 0 and "NodeName=" in str(slurm.get("stdout", "")):
+        return "slurm"
+    return "standalone"
+
+
 def evaluate(check_id: str, ctx: Context, run_id: str) -> dict[str, Any]:
     """Run one check and return its complete result; never raises for cluster-side problems."""
     fn = registered().get(check_id)
     started, t0 = now_iso(), time.monotonic()
+    harness = ctx.options.get("harness")
+    applies = catalogue.entry(check_id).get("harnesses") or list(HARNESSES)
+    if harness in HARNESSES and harness not in applies:
+        verdict = Verdict("skip", f"applies to {', '.join(applies)} clusters; this one is {harness}")
+        return make_result(check_id, ctx.subject, verdict, run_id=run_id, artifacts=[], started=started,
+                           duration_s=time.monotonic() - t0)
     if fn is None:
         verdict = Verdict("error", f"no check function is registered for {check_id}")
     else:
@@ -181,4 +247,4 @@ def selected(check_id: str, run_tags: list[str], skip_tags: list[str]) -> bool:
 
 
 __all__ = ["CLUSTER_SUBJECT", "Context", "HarnessError", "ProbeFailed", "Skip", "Verdict", "check",
-           "evaluate", "registered", "selected"]
+           "evaluate", "facts", "host_facts", "registered", "selected"]

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from clustereval import baselines
-from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
+from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check, facts
 
 GPU_PROBE = "nvidia_smi_q_x"
 KERNEL_PROBE = "uname_r"
@@ -139,6 +139,7 @@ def slurm_gres(ctx: Context) -> Verdict:
                    slurm_gpus, expected=expected, evidence=evidence)
 
 
+@facts
 def host_facts(ctx: Context) -> dict[str, Any]:
     """Small per-host facts the fleet checks compare (each None with a reason when unavailable)."""
     facts: dict[str, Any] = {"problems": {}}
@@ -185,12 +186,12 @@ def _unassessable(ctx: Context, values: dict[str, Any], missing: list[str], what
 def _fleet(ctx: Context, key: str, source: str) -> tuple[dict[str, Any], list[str], list[str]]:
     """Per-host ``key`` values, the hosts without the fact, and the ``source`` artifacts they came from."""
     values, missing, artifacts = {}, [], []
-    for host, facts in sorted(ctx.fleet.items()):
-        if not facts or facts.get(key) is None:
+    for host, known in sorted(ctx.fleet.items()):
+        if not known or known.get(key) is None:
             missing.append(host)
             continue
-        values[host] = facts[key]
-        artifact = (facts.get("artifacts") or {}).get(source)
+        values[host] = known[key]
+        artifact = (known.get("artifacts") or {}).get(source)
         if artifact:
             artifacts.append(artifact)
     return values, missing, artifacts

@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clustereval.sim.profile import load_profile, node_names, render_node
+from clustereval.sim import overlays
+from clustereval.sim.profile import load_profile, node_names, node_settings, render_node
 
 SHIM_SOURCES = Path(__file__).resolve().parent / "shims"
 SHIMS = {"nvidia-smi": "nvidia_smi.py", "dcgmi": "dcgmi.py"}
@@ -412,7 +413,7 @@ def _install_shims(directory: Path) -> None:
     """Copy the standalone shim scripts into the cluster's shim dir, run by the node's /usr/bin/python3."""
     shim_dir = _paths(directory)["shims"]
     shim_dir.mkdir(exist_ok=True)
-    for tool, source in SHIMS.items():
+    for tool, source in {**SHIMS, **overlays.shims()}.items():
         target = shim_dir / tool
         body = (SHIM_SOURCES / source).read_text()
         if body.startswith("#!"):
@@ -428,7 +429,8 @@ def _prepare_node_root(directory: Path, node: dict[str, Any]) -> None:
     (root / "scratch").mkdir(exist_ok=True)
     (root / "node.json").write_text(json.dumps(node["state"], indent=1))
     (root / "kmsg").write_text("".join(line + "\n" for line in node["state"]["xid"]))
-    for tool in SHIMS:
+    node["mounts"] = overlays.build(node["settings"], node["state"], root.parent)
+    for tool in {**SHIMS, **overlays.shims()}:
         link = root / "bin" / tool
         with contextlib.suppress(FileNotFoundError):
             link.unlink()
@@ -511,6 +513,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
                 "address": f"{block}.{index}",
                 "slurmd_port": _free_port(),
                 "state": render_node(prof, name),
+                "settings": node_settings(prof, name),
             }
         )
     state: dict[str, Any] = {
@@ -607,7 +610,8 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
         root = nd / "root"
         script = (
             f"hostname {node['name']} && mkdir -p /sim && mount --bind {root} /sim && "
-            f"exec /usr/sbin/sshd -D -f {nd / 'sshd_config'} -E {nd / 'sshd.log'}"
+            + "".join(f"{line} && " for line in node.get("mounts", []))
+            + f"exec /usr/sbin/sshd -D -f {nd / 'sshd_config'} -E {nd / 'sshd.log'}"
         )
         sshd_procs[node["name"]] = subprocess.Popen(
             ["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c", script],

@@ -119,11 +119,14 @@ def load_profile(name_or_path: str | Path) -> dict[str, Any]:
         name = f"node{key}" if isinstance(key, int) or str(key).isdigit() else str(key)
         if not isinstance(override, dict):
             raise ProfileError(f"profile {path}: nodes.{key} must be a mapping")
-        unknown = set(override.get("faults") or {}) - KNOWN_FAULTS
+        from clustereval.sim import overlays
+
+        known = KNOWN_FAULTS | overlays.faults()
+        unknown = set(override.get("faults") or {}) - known
         if unknown:
             raise ProfileError(
                 f"profile {path}: nodes.{key}.faults has unknown keys {sorted(unknown)}; "
-                f"known: {sorted(KNOWN_FAULTS)}"
+                f"known: {sorted(known)}"
             )
         mode = (override.get("faults") or {}).get("nvidia_smi", "ok")
         if mode not in NVIDIA_SMI_MODES:
