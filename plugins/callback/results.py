@@ -44,6 +44,12 @@ class CallbackModule(CallbackBase):
 
     def __init__(self) -> None:
         super().__init__()
+        # Load every check and parser once here, in the controller's main process: the judge runs in
+        # forked workers, which then inherit them instead of importing them again per host and task.
+        from clustereval import parsers
+
+        checks.registered()
+        parsers.tools()
         self.run_dir: str | None = None
         self.run_id = "unknown"
         self.pending: list[dict[str, Any]] = []
