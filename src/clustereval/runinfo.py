@@ -41,6 +41,8 @@ def safe_options(task_vars: dict[str, Any]) -> dict[str, Any]:
     for name, value in task_vars.items():
         if not name.startswith("clustereval_") or name in ("clustereval_run_dir", "clustereval_run_id"):
             continue
+        if isinstance(value, str) and "{{" in value:
+            continue  # derived settings (playbook expressions), not something the operator chose
         if SECRET_WORDS.search(name):
             out[name] = "<redacted>"
             continue
