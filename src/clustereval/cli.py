@@ -63,6 +63,21 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_checks(args: argparse.Namespace) -> int:
     from clustereval.checks import catalogue
 
+    if args.coverage:
+        report = catalogue.coverage()
+        if args.json:
+            print(json.dumps(report, indent=2))
+            return 0
+        for row in report["criteria"]:
+            mark = "full" if row["checks"] and not row["missing_harnesses"] else ("part" if row["checks"] else "none")
+            print(f"{row['number']:3d} {row['id']:36s} {mark:5s} {', '.join(row['checks'])}"
+                  + (f"  (missing: {', '.join(row['missing_harnesses'])})" if row["checks"] and
+                     row["missing_harnesses"] else ""))
+        print(f"{report['fully_covered']} of {report['total']} criteria fully covered, "
+              f"{report['partly_covered']} partly, {report['not_covered']} not at all")
+        if report["unknown_ids"]:
+            print(f"catalogue names unknown criteria: {report['unknown_ids']}")
+        return 0
     entries = list(catalogue.load().values())
     if args.json:
         print(json.dumps(entries, indent=2))
@@ -106,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ck = sub.add_parser("checks", help="print the check catalogue")
     ck.add_argument("--json", action="store_true")
+    ck.add_argument("--coverage", action="store_true",
+                    help="which of the 73 public ClusterMAX audit criteria the checks cover")
     ck.set_defaults(func=cmd_checks)
 
     pa = sub.add_parser("parse", help="parse a tool's saved output and print the JSON")

@@ -56,3 +56,37 @@ def entry(check_id: str) -> dict[str, Any]:
         return load()[check_id]
     except KeyError:
         raise KeyError(f"check {check_id!r} is not in the check catalogue (checks/catalogue.d/)") from None
+
+
+@cache
+def cmax_criteria() -> list[dict[str, Any]]:
+    """The 73 public audit criteria clustereval measures its coverage against (data)."""
+    text = resources.files("clustereval.checks").joinpath("cmax_criteria.yml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)["criteria"]
+
+
+def coverage() -> dict[str, Any]:
+    """Which public criteria the catalogue's checks cover, per criterion and harness.
+
+    A criterion counts as covered for a harness when some check lists it under ``cmax`` and applies
+    to that harness. Ids in the catalogue that are not public criteria are reported as unknown.
+    """
+    known = {c["id"] for c in cmax_criteria()}
+    by_criterion: dict[str, list[dict[str, Any]]] = {}
+    unknown: dict[str, list[str]] = {}
+    for check_id, item in load().items():
+        for cid in item.get("cmax") or []:
+            if cid in known:
+                by_criterion.setdefault(cid, []).append(item)
+            else:
+                unknown.setdefault(cid, []).append(check_id)
+    rows = []
+    for criterion in cmax_criteria():
+        checks_for = by_criterion.get(criterion["id"], [])
+        covered = sorted({h for item in checks_for for h in item["harnesses"]} & set(criterion["harnesses"]))
+        rows.append({**criterion, "checks": [item["id"] for item in checks_for], "covered_harnesses": covered,
+                     "missing_harnesses": sorted(set(criterion["harnesses"]) - set(covered))})
+    full = sum(1 for r in rows if r["checks"] and not r["missing_harnesses"])
+    return {"criteria": rows, "total": len(rows), "fully_covered": full,
+            "partly_covered": sum(1 for r in rows if r["checks"] and r["missing_harnesses"]),
+            "not_covered": sum(1 for r in rows if not r["checks"]), "unknown_ids": unknown}
