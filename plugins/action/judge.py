@@ -39,6 +39,13 @@ options:
   probes:
     description: The C(probes) returned by C(clustereval.gpu.collect) for this host.
     type: dict
+  collect:
+    description:
+      - Probe definitions to run on the host first with the C(clustereval.gpu.collect) module, in
+        the same task (one worker per host instead of two); the task's C(environment) applies.
+        An unreachable host is reported as unreachable, like any module task.
+    type: list
+    elements: dict
   fleet_hosts:
     description: For cluster-wide checks, the hosts whose C(clustereval_facts) are compared.
     type: list
@@ -54,12 +61,19 @@ SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _requires_connection = False
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        args = self._task.args
+        args = dict(self._task.args)
+        if args.get("collect") is not None:
+            collected = self._execute_module(module_name="clustereval.gpu.collect",
+                                             module_args={"probes": list(args["collect"])},
+                                             task_vars=task_vars)
+            if collected.get("unreachable") or collected.get("failed"):
+                return collected
+            args["probes"] = collected.get("probes") or {}
+            args["options"] = {**(args.get("options") or {}), "collect_duration_s": collected.get("duration_s")}
         select = args.get("select")
         if select:
             check_ids = catalogue.select(str(select.get("phase")), str(select.get("scope", "node")),
