@@ -57,6 +57,8 @@ _FAILURE = re.compile(r"(Test (?:CUDA |NCCL |HIP |RCCL )?failure.*|NCCL error.*|
 _SECTION = re.compile(r"^=+\s*(.*?)\s*=+$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _CLOCK = re.compile(r"^\d{2}:\d{2}:\d{2}$")
+# A person (or a log shipper) cut rows out: what is left is a partial result, however tidy the footer.
+_ELIDED = re.compile(r"\btruncated\b|\bomitted\b|\belided\b|\bsnip(?:ped)?\b", re.I)
 _BENIGN_COMMENTS = (
     "# Using devices", "# Errors with asterisks", "# Testing", "# Truncated", "# <", "# Writing JSON",
     "# skipping json", "# Blocking Enabled", "# Per-Iteration Report", "# Parallel Init",
@@ -219,6 +221,7 @@ def _parse(text: str, tool: str) -> dict[str, Any]:
     rccl_info: dict[str, str] = {}
     nccl_warn_lines: list[str] = []
     failures: list[str] = []
+    elided: list[str] = []
     info_lines = 0
     nranks_info: int | None = None
     run = 0
@@ -290,6 +293,9 @@ def _parse(text: str, tool: str) -> dict[str, Any]:
             match = _CONCLUDED.match(stripped)
             if match:
                 concluded = True
+                # excerpts that cut the head of the output still name the collective in the footer
+                if not collectives:
+                    collectives.append(match.group(1))
                 continue
             match = _NCCL_TESTS_VERSION.match(stripped)
             if match:
@@ -300,6 +306,9 @@ def _parse(text: str, tool: str) -> dict[str, Any]:
                 failures.append(failure.group(1).strip())
                 continue
             body = stripped.lstrip("#").strip()
+            if _ELIDED.search(body):
+                elided.append(stripped[:160])
+                continue
             if not body or "out-of-place" in body or any(stripped.startswith(p) for p in _BENIGN_COMMENTS):
                 continue
             warn(f"unrecognised comment line: {stripped[:160]}")
@@ -357,7 +366,9 @@ def _parse(text: str, tool: str) -> dict[str, Any]:
     if len(avgs) > 1 or run > 0:
         warn(f"the output holds {max(len(avgs), run + 1)} result tables (several processes or runs); "
              "rows carry a 'run' index")
-    complete = bool(rows) and bool(avgs) and not failures
+    complete = bool(rows) and bool(avgs) and not failures and not elided
+    if elided:
+        warn(f"rows were removed from this output: {elided[0]}")
     if failures and rows:
         warn("the run reported a failure after printing results")
     error_column = None
