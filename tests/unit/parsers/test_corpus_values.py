@@ -10,6 +10,7 @@ import pytest
 from clustereval.parsers import parse
 from tests.conftest import CORPUS, read_corpus
 
+
 def _assert_rows_were_cut_out(out):
     """The author cut the smaller sizes out ('# <smaller message sizes truncated>'): a partial result."""
     assert out["complete"] is False
