@@ -72,11 +72,15 @@ def coverage() -> dict[str, Any]:
     to that harness. Ids in the catalogue that are not public criteria are reported as unknown.
     """
     known = {c["id"] for c in cmax_criteria()}
+    text = resources.files("clustereval.checks").joinpath("cmax_criteria.yml").read_text(encoding="utf-8")
+    extras = {e["id"] for e in yaml.safe_load(text).get("extras") or []}
     by_criterion: dict[str, list[dict[str, Any]]] = {}
     unknown: dict[str, list[str]] = {}
     for check_id, item in load().items():
         for cid in item.get("cmax") or []:
             if cid in known:
+                by_criterion.setdefault(cid, []).append(item)
+            elif cid in extras:
                 by_criterion.setdefault(cid, []).append(item)
             else:
                 unknown.setdefault(cid, []).append(check_id)
@@ -87,6 +91,7 @@ def coverage() -> dict[str, Any]:
         rows.append({**criterion, "checks": [item["id"] for item in checks_for], "covered_harnesses": covered,
                      "missing_harnesses": sorted(set(criterion["harnesses"]) - set(covered))})
     full = sum(1 for r in rows if r["checks"] and not r["missing_harnesses"])
-    return {"criteria": rows, "total": len(rows), "fully_covered": full,
+    extra_rows = {cid: [item["id"] for item in by_criterion.get(cid, [])] for cid in sorted(extras)}
+    return {"criteria": rows, "total": len(rows), "fully_covered": full, "extras": extra_rows,
             "partly_covered": sum(1 for r in rows if r["checks"] and r["missing_harnesses"]),
             "not_covered": sum(1 for r in rows if not r["checks"]), "unknown_ids": unknown}
