@@ -1,0 +1,801 @@
+"""Kubernetes audit checks: every check gives pass, warn, fail, skip and error from kubectl JSON we wrote.
+
+The API objects below follow the real shapes `kubectl get ... -o json` prints (a ``List`` with
+``apiVersion``/``kind`` filled in per item); node objects carry GPU Feature Discovery labels as in the
+corpus (kubectl-nodes).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clustereval import checks, parsers
+from clustereval.checks import Context
+from clustereval.checks.audit_k8s import parse_can_i
+from clustereval.results import CLUSTER_SUBJECT, problems
+from tests.conftest import read_corpus
+
+RUN = "test-run"
+
+
+# ------------------------------------------------------------------ faithful API objects
+
+def meta(name, namespace=None, labels=None, annotations=None):
+    out = {"name": name, "uid": f"uid-{name}", "resourceVersion": "4711",
+           "creationTimestamp": "2026-05-01T10:00:00Z"}
+    if namespace:
+        out["namespace"] = namespace
+    if labels:
+        out["labels"] = labels
+    if annotations:
+        out["annotations"] = annotations
+    return out
+
+
+def klist(*items):
+    return json.dumps({"apiVersion": "v1", "items": list(items), "kind": "List",
+                       "metadata": {"resourceVersion": ""}}, indent=4)
+
+
+GFD_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+              "nvidia.com/gpu.count": "8", "feature.node.kubernetes.io/pci-10de.present": "true",
+              "feature.node.kubernetes.io/pci-15b3.present": "true"}
+
+
+def node(name, gpus=8, labels=None, extra_alloc=None, annotations=None):
+    alloc = {"cpu": "190", "memory": "2113404580Ki", "pods": "110", "ephemeral-storage": "3377630900Ki"}
+    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})}
+    if gpus is not None:
+        alloc["nvidia.com/gpu"] = str(gpus)
+        labels.update(GFD_LABELS)
+    alloc.update(extra_alloc or {})
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta(name, labels=labels, annotations=annotations),
+            "spec": {"podCIDR": "10.244.1.0/24", "providerID": ""},
+            "status": {"allocatable": alloc, "capacity": dict(alloc),
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                       "nodeInfo": {"kubeletVersion": "v1.31.4", "containerRuntimeVersion": "containerd://1.7.24"}}}
+
+
+def workload(kind, name, namespace, image, ready=1, desired=1, env=None, args=None, host_paths=()):
+    container = {"name": name, "image": image, "imagePullPolicy": "IfNotPresent"}
+    if env:
+        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    if args:
+        container["args"] = args
+    pod = {"containers": [container],
+           "volumes": [{"name": f"v{i}", "hostPath": {"path": p, "type": ""}} for i, p in enumerate(host_paths)]}
+    obj = {"apiVersion": "apps/v1", "kind": kind,
+           "metadata": meta(name, namespace, labels={"app.kubernetes.io/name": name}),
+           "spec": {"selector": {"matchLabels": {"app": name}}, "template": {"metadata": {"labels": {"app": name}},
+                                                                              "spec": pod}}}
+    if kind == "DaemonSet":
+        obj["status"] = {"currentNumberScheduled": desired, "desiredNumberScheduled": desired,
+                         "numberAvailable": ready, "numberReady": ready, "numberMisscheduled": 0}
+    else:
+        obj["spec"]["replicas"] = desired
+        obj["status"] = {"replicas": desired, "availableReplicas": ready, "observedGeneration": 1}
+        if ready:
+            obj["status"]["readyReplicas"] = ready
+    return obj
+
+
+def storage_class(name, provisioner, default=False):
+    ann = {"storageclass.kubernetes.io/is-default-class": "true"} if default else None
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": meta(name, annotations=ann),
+            "provisioner": provisioner, "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer"}
+
+
+def csidriver(name):
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": meta(name),
+            "spec": {"attachRequired": False, "podInfoOnMount": False, "volumeLifecycleModes": ["Persistent"]}}
+
+
+def pvc(name, modes, phase, sc="shared-fs"):
+    spec = {"accessModes": modes, "resources": {"requests": {"storage": "10Ti"}}, "volumeMode": "Filesystem"}
+    if sc:
+        spec["storageClassName"] = sc
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta(name, "training"),
+            "spec": spec, "status": {"phase": phase}}
+
+
+def ingress_class(name, controller, default=False):
+    ann = {"ingressclass.kubernetes.io/is-default-class": "true"} if default else None
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": meta(name, annotations=ann),
+            "spec": {"controller": controller}}
+
+
+def service(name, namespace, kind="ClusterIP", address=None):
+    status = {"loadBalancer": {"ingress": [{"ip": address, "ipMode": "VIP"}]} if address else {}}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta(name, namespace),
+            "spec": {"type": kind, "clusterIP": "10.96.0.10", "ports": [{"port": 443, "protocol": "TCP"}]},
+            "status": status}
+
+
+def nad(name, config, resource=None):
+    ann = {"k8s.v1.cni.cncf.io/resourceName": resource} if resource else None
+    return {"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+            "metadata": meta(name, "default", annotations=ann), "spec": {"config": json.dumps(config)}}
+
+
+def configmap(name, namespace, data):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta(name, namespace), "data": data}
+
+
+RDMA_DEVICES = json.dumps({"periodicUpdateInterval": 300, "configList": [
+    {"resourceName": "rdma_shared_device_a", "rdmaHcaMax": 63, "selectors": {"ifNames": ["ens1f0"]}}]})
+
+
+def dra_object(kind, name, namespace=None, spec=None):
+    return {"apiVersion": "resource.k8s.io/v1beta1", "kind": kind, "metadata": meta(name, namespace),
+            "spec": spec or {}}
+
+
+def cr(api, kind, name, namespace=None, spec=None, status=None):
+    return {"apiVersion": api, "kind": kind, "metadata": meta(name, namespace), "spec": spec or {},
+            "status": status or {}}
+
+
+API_RESOURCES = """NAME                              SHORTNAMES   APIVERSION                        NAMESPACED   KIND
+nodes                             no           v1                                false        Node
+pods                              po           v1                                true         Pod
+services                          svc          v1                                true         Service
+deployments                       deploy       apps/v1                           true         Deployment
+jobs                                           batch/v1                          true         Job
+storageclasses                    sc           storage.k8s.io/v1                 false        StorageClass
+podgroups                         pg,podgroup  scheduling.volcano.sh/v1beta1     true         PodGroup
+hypernodes                        hn           topology.volcano.sh/v1alpha1      false        HyperNode
+mpijobs                                        kubeflow.org/v2beta1              true         MPIJob
+topologies                                     kueue.x-k8s.io/v1alpha1           false        Topology
+workloads                         wl           kueue.x-k8s.io/v1beta1            true         Workload
+computedomains                                 resource.nvidia.com/v1beta1       true         ComputeDomain
+deviceclasses                                  resource.k8s.io/v1beta1           false        DeviceClass
+"""
+
+CAN_I_ALL_YES = "\n".join(f"{q}: yes" for q in (
+    "list nodes", "list pods --all-namespaces", "create pods", "create jobs.batch", "create persistentvolumeclaims",
+    "create services", "create deployments.apps", "create secrets", "list secrets")) + "\n"
+
+NODE_NAMES = ["gpu-a01", "gpu-a02", "gpu-b01", "gpu-b02"]
+
+
+def healthy_objects():
+    """A healthy 4-node H100 cluster as the API shows it."""
+    topo = {"network.topology.nvidia.com/block": "b1", "cloud.google.com/gce-topology-block": "blk-1"}
+    return {
+        "nodes": [node(n, labels={**topo, "network.topology.nvidia.com/block": n[4]},
+                       extra_alloc={"rdma/rdma_shared_device_a": "63"}) for n in NODE_NAMES],
+        "workloads": [
+            workload("Deployment", "gpu-operator", "gpu-operator", "nvcr.io/nvidia/gpu-operator:v24.9.2"),
+            workload("DaemonSet", "nvidia-device-plugin-daemonset", "gpu-operator",
+                     "nvcr.io/nvidia/k8s-device-plugin:v0.17.0", 4, 4),
+            workload("DaemonSet", "nvidia-dcgm-exporter", "gpu-operator",
+                     "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04", 4, 4,
+                     env={"DCGM_EXPORTER_LISTEN": ":9400", "DCGM_EXPORTER_KUBERNETES": "true"},
+                     host_paths=["/var/lib/kubelet/pod-resources"]),
+            workload("Deployment", "nvidia-network-operator", "nvidia-network-operator",
+                     "nvcr.io/nvidia/cloud-native/network-operator:v24.10.0"),
+            workload("DaemonSet", "rdma-shared-dp-ds", "nvidia-network-operator",
+                     "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.2", 4, 4),
+            workload("Deployment", "kueue-controller-manager", "kueue-system", "registry.k8s.io/kueue/kueue:v0.14.2"),
+            workload("Deployment", "volcano-scheduler", "volcano-system", "docker.io/volcanosh/vc-scheduler:v1.12.1"),
+            workload("Deployment", "mpi-operator", "mpi-operator", "docker.io/mpioperator/mpi-operator:0.6.0"),
+            workload("Deployment", "ingress-nginx-controller", "ingress-nginx",
+                     "registry.k8s.io/ingress-nginx/controller:v1.12.0", 2, 2),
+            workload("Deployment", "controller", "metallb-system", "quay.io/metallb/controller:v0.14.9"),
+        ],
+        "storage": [storage_class("local-path", "rancher.io/local-path", default=True),
+                    storage_class("shared-fs", "nfs.csi.k8s.io"), csidriver("nfs.csi.k8s.io"),
+                    pvc("datasets", ["ReadWriteMany"], "Bound")],
+        "services": [ingress_class("nginx", "k8s.io/ingress-nginx", default=True),
+                     service("kubernetes", "default"),
+                     service("ingress-nginx-controller", "ingress-nginx", "LoadBalancer", "192.0.2.10")],
+        "configmaps": [configmap("rdma-devices", "nvidia-network-operator", {"config.json": RDMA_DEVICES}),
+                       configmap("volcano-scheduler-configmap", "volcano-system", {"volcano-scheduler.conf": (
+                           'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n'
+                           '  - name: gang\n- plugins:\n  - name: predicates\n  - name: binpack\n')})],
+        "topologies": [cr("kueue.x-k8s.io/v1alpha1", "Topology", "default",
+                          spec={"levels": [{"nodeLabel": "network.topology.nvidia.com/block"},
+                                           {"nodeLabel": "kubernetes.io/hostname"}]})],
+        "flavors": [cr("kueue.x-k8s.io/v1beta1", "ResourceFlavor", "h100",
+                       spec={"nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+                             "topologyName": "default"})],
+        "nads": [nad("rdma-net", {"cniVersion": "0.3.1", "name": "rdma-net", "type": "macvlan", "master": "ens1f0",
+                                  "ipam": {"type": "whereabouts", "range": "192.168.2.0/24"}})],
+        "nicpolicies": [cr("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy",
+                           spec={"rdmaSharedDevicePlugin": {"image": "k8s-rdma-shared-dev-plugin",
+                                                            "config": RDMA_DEVICES}},
+                           status={"state": "ready"})],
+        "clusterpolicies": [cr("nvidia.com/v1", "ClusterPolicy", "cluster-policy", status={"state": "ready"})],
+    }
+
+
+def to_probes(objs, can_i=CAN_I_ALL_YES, api=API_RESOURCES, absent=(), overrides=None):
+    def p(name, stdout, parser="kubectl-json", rc=0, stderr=""):
+        return {"name": name, "cmd": f"kubectl ({name})", "tool": "kubectl", "rc": rc, "stdout": stdout,
+                "stderr": stderr, "parser": parser, "artifact": f"raw/_cluster/{name}.json"}
+
+    probes = {
+        "k8s_version": p("k8s_version", json.dumps({"clientVersion": {"gitVersion": "v1.31.4"},
+                                                   "serverVersion": {"major": "1", "minor": "31",
+                                                                     "gitVersion": "v1.31.4"}})),
+        "k8s_api_resources": p("k8s_api_resources", api, "kubectl-api-resources"),
+        "k8s_nodes": p("k8s_nodes", klist(*objs["nodes"])),
+        "k8s_workloads": p("k8s_workloads", klist(*objs["workloads"])),
+        "k8s_storage": p("k8s_storage", klist(*objs["storage"])),
+        "k8s_services": p("k8s_services", klist(*objs["services"])),
+        "k8s_gatewayclasses": p("k8s_gatewayclasses", klist()),
+        "k8s_metallb_pools": p("k8s_metallb_pools", klist(cr("metallb.io/v1beta1", "IPAddressPool", "pool",
+                                                             "metallb-system",
+                                                             spec={"addresses": ["192.0.2.10-192.0.2.50"]}))),
+        "k8s_can_i": p("k8s_can_i", can_i, None),
+        "k8s_helm": {**p("k8s_helm", 'v3.16.3+gcfd0749\n[{"name":"gpu-operator","namespace":"gpu-operator",'
+                                     '"revision":"1","status":"deployed","chart":"gpu-operator-v24.9.2"}]\n', None),
+                     "tool": "helm"},
+        "k8s_configmaps": p("k8s_configmaps", "".join(klist(c) for c in objs["configmaps"]) or klist()),
+        "k8s_kueue_topologies": p("k8s_kueue_topologies", klist(*objs["topologies"])),
+        "k8s_kueue_flavors": p("k8s_kueue_flavors", klist(*objs["flavors"])),
+        "k8s_volcano_hypernodes": p("k8s_volcano_hypernodes", klist(*objs.get("hypernodes", []))),
+        "k8s_dra": p("k8s_dra", klist(*objs.get("dra", []))),
+        "k8s_computedomains": p("k8s_computedomains", klist(*objs.get("computedomains", []))),
+        "k8s_nads": p("k8s_nads", klist(*objs["nads"])),
+        "k8s_nicclusterpolicies": p("k8s_nicclusterpolicies", klist(*objs["nicpolicies"])),
+        "k8s_clusterpolicies": p("k8s_clusterpolicies", klist(*objs["clusterpolicies"])),
+    }
+    for name in absent:  # the kind's CRD is not installed
+        resource = probes[name]["cmd"]
+        probes[name].update(rc=1, stdout="",
+                            stderr=f'error: the server doesn\'t have a resource type "{resource}"\n')
+    for name, fields in (overrides or {}).items():
+        probes[name].update(fields)
+    return probes
+
+
+def run(check_id, probes=None, **options):
+    options.setdefault("harness", "k8s")
+    result = checks.evaluate(check_id, Context(subject=CLUSTER_SUBJECT, probes=probes or {}, options=options), RUN)
+    assert problems(result) == []
+    return result
+
+
+def status(check_id, objs=None, **kw):
+    return run(check_id, to_probes(objs or healthy_objects(), **kw))
+
+
+CLUSTER_CHECKS = ["audit.k8s.rbac_access", "audit.k8s.helm_access", "audit.k8s.vcluster_tenancy",
+                  "audit.k8s.topology", "audit.k8s.gang_scheduling", "audit.k8s.bin_packing",
+                  "audit.k8s.ingress_controller", "audit.k8s.load_balancer", "audit.k8s.default_storage_class",
+                  "audit.k8s.csi_rwx", "audit.k8s.gpu_operator", "audit.k8s.network_operator",
+                  "audit.k8s.mpi_operator", "audit.k8s.workload_schedulers", "audit.k8s.gpu_job_attribution",
+                  "audit.k8s.rdma_exposure"]
+
+
+# ------------------------------------------------------------------ every check, every status
+
+@pytest.mark.parametrize("check_id", CLUSTER_CHECKS)
+def test_healthy_cluster_passes(check_id):
+    result = status(check_id)
+    assert result["status"] == "pass", result["summary"]
+
+
+@pytest.mark.parametrize("check_id", [*CLUSTER_CHECKS, "audit.k8s.multinode_nvlink"])
+def test_skip_when_no_kubernetes_facts_were_collected(check_id):
+    result = run(check_id, {})
+    assert result["status"] == "skip" and "not a Kubernetes cluster" in result["summary"]
+
+
+@pytest.mark.parametrize("check_id", CLUSTER_CHECKS)
+def test_skip_on_other_harnesses(check_id):
+    assert run(check_id, to_probes(healthy_objects()), harness="slurm")["status"] == "skip"
+
+
+@pytest.mark.parametrize("check_id", [c for c in CLUSTER_CHECKS if c not in (
+    "audit.k8s.rbac_access", "audit.k8s.helm_access")])
+def test_error_when_the_api_server_is_unreachable(check_id):
+    refused = {"rc": 1, "stdout": "", "stderr": "The connection to the server 10.0.0.1:6443 was refused - did you "
+                                                "specify the right host or port?\n"}
+    probes = to_probes(healthy_objects(), overrides={n: refused for n in ("k8s_nodes", "k8s_storage",
+                                                                         "k8s_services", "k8s_workloads")})
+    assert run(check_id, probes)["status"] == "error"
+
+
+def test_error_on_truncated_kubectl_json():
+    probes = to_probes(healthy_objects())
+    probes["k8s_nodes"]["stdout"] = probes["k8s_nodes"]["stdout"][:900]
+    result = run("audit.k8s.gpu_operator", probes)
+    assert result["status"] == "error" and "truncated" in result["summary"]
+
+
+def test_forbidden_read_is_a_warn_naming_it():
+    forbidden = {"rc": 1, "stdout": "", "stderr": 'Error from server (Forbidden): storageclasses.storage.k8s.io is '
+                                                  'forbidden: User "tenant-a" cannot list resource "storageclasses" '
+                                                  'in API group "storage.k8s.io" at the cluster scope\n'}
+    result = run("audit.k8s.default_storage_class", to_probes(healthy_objects(), overrides={"k8s_storage": forbidden}))
+    assert result["status"] == "warn" and "tenant-a" in result["summary"]
+
+
+def test_forbidden_configmaps_make_the_rdma_check_warn():
+    probes = to_probes(healthy_objects(), overrides={"k8s_configmaps": {
+        "stdout": "", "stderr": 'Error from server (Forbidden): configmaps is forbidden: User "tenant-a" cannot list '
+                                'resource "configmaps" in API group "" at the cluster scope\n'}})
+    result = run("audit.k8s.rdma_exposure", probes)
+    assert result["status"] == "warn" and "configmaps" in result["summary"]
+
+
+class TestRbac:
+    def test_parse_can_i_reads_yes_no_reason_and_warnings(self):
+        answers = parse_can_i("list nodes: Warning: resource 'nodes' is not namespace scoped\nlist nodes: yes\n"
+                              "create pods: no - RBAC: clusterrole.rbac.authorization.k8s.io \"view\" not found\n")
+        assert answers["list nodes"]["allowed"] is True and answers["list nodes"]["messages"]
+        assert answers["create pods"] == {"allowed": False, "messages": [],
+                                          "reason": 'RBAC: clusterrole.rbac.authorization.k8s.io "view" not found'}
+
+    def test_fail_when_pods_cannot_be_created(self):
+        result = status("audit.k8s.rbac_access", can_i=CAN_I_ALL_YES.replace("create pods: yes", "create pods: no"))
+        assert result["status"] == "fail" and "create pods" in result["summary"]
+
+    def test_warn_when_nodes_cannot_be_listed(self):
+        result = status("audit.k8s.rbac_access", can_i=CAN_I_ALL_YES.replace("list nodes: yes", "list nodes: no"))
+        assert result["status"] == "warn" and "list nodes" in result["summary"]
+
+    def test_error_when_can_i_cannot_reach_the_api(self):
+        text = "".join(f"{q}: error: You must be logged in to the server (Unauthorized)\n"
+                       for q in ("list nodes", "create pods", "create jobs.batch"))
+        assert status("audit.k8s.rbac_access", can_i=text)["status"] == "error"
+
+    def test_skip_without_kubectl(self):
+        probes = to_probes(healthy_objects(), overrides={"k8s_can_i": {"missing": True, "rc": 127, "stdout": ""}})
+        assert run("audit.k8s.rbac_access", probes)["status"] == "skip"
+
+
+class TestHelm:
+    def test_fail_when_secrets_cannot_be_created(self):
+        result = status("audit.k8s.helm_access",
+                        can_i=CAN_I_ALL_YES.replace("create secrets: yes", "create secrets: no"))
+        assert result["status"] == "fail" and "create secrets" in result["summary"]
+
+    def test_warn_on_helm_2(self):
+        result = status("audit.k8s.helm_access", overrides={"k8s_helm": {"stdout": "v2.17.0+ga690bad\n[]\n"}})
+        assert result["status"] == "warn"
+
+    def test_skip_when_helm_is_not_installed_and_rbac_allows_it(self):
+        result = status("audit.k8s.helm_access", overrides={"k8s_helm": {"missing": True, "rc": 127, "stdout": ""}})
+        assert result["status"] == "skip" and "helm" in result["summary"]
+
+    def test_error_on_garbage(self):
+        result = status("audit.k8s.helm_access", overrides={"k8s_helm": {"stdout": "v3.16.3\n{not json"}})
+        assert result["status"] == "error"
+
+
+class TestVcluster:
+    def objs(self, *tenants, fake=False):
+        objs = healthy_objects()
+        for i, n in enumerate(objs["nodes"]):
+            labels = n["metadata"]["labels"]
+            labels["vcluster.loft.sh/managed-by"] = tenants[i % len(tenants)]
+            if fake:
+                labels["vcluster.loft.sh/fake-node"] = "true"
+        return objs
+
+    def test_pass_for_one_tenant_on_real_nodes(self):
+        result = status("audit.k8s.vcluster_tenancy", self.objs("team-a"))
+        assert result["status"] == "pass" and result["value"] == "vcluster"
+
+    def test_warn_on_fake_nodes(self):
+        assert status("audit.k8s.vcluster_tenancy", self.objs("team-a", fake=True))["status"] == "warn"
+
+    def test_fail_when_nodes_serve_several_tenants(self):
+        result = status("audit.k8s.vcluster_tenancy", self.objs("team-a", "team-b"))
+        assert result["status"] == "fail" and "team-b" in result["summary"]
+
+    def test_skip_without_nodes(self):
+        objs = healthy_objects()
+        objs["nodes"] = []
+        assert status("audit.k8s.vcluster_tenancy", objs)["status"] == "skip"
+
+
+class TestTopology:
+    def test_fail_when_a_level_label_is_on_no_gpu_node(self):
+        objs = healthy_objects()
+        objs["topologies"][0]["spec"]["levels"][0]["nodeLabel"] = "example.com/rack"
+        result = status("audit.k8s.topology", objs)
+        assert result["status"] == "fail" and "example.com/rack" in result["summary"]
+
+    def test_warn_when_no_flavor_uses_the_topology(self):
+        objs = healthy_objects()
+        del objs["flavors"][0]["spec"]["topologyName"]
+        assert status("audit.k8s.topology", objs)["status"] == "warn"
+
+    def test_warn_when_labels_exist_but_nothing_consumes_them(self):
+        result = status("audit.k8s.topology",
+                        absent=("k8s_kueue_topologies", "k8s_kueue_flavors", "k8s_volcano_hypernodes"))
+        assert result["status"] == "warn" and "network.topology.nvidia.com/block" in result["summary"]
+
+    def test_pass_with_volcano_hypernodes(self):
+        objs = healthy_objects()
+        objs["topologies"] = []
+        objs["hypernodes"] = [cr("topology.volcano.sh/v1alpha1", "HyperNode", "s0", spec={
+            "tier": 1, "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "^gpu-"}}}]})]
+        assert status("audit.k8s.topology", objs)["status"] == "pass"
+
+    def test_skip_with_one_gpu_node(self):
+        objs = healthy_objects()
+        objs["nodes"] = objs["nodes"][:1]
+        assert status("audit.k8s.topology", objs)["status"] == "skip"
+
+
+class TestSchedulers:
+    def test_gang_fail_when_volcano_is_down(self):
+        objs = healthy_objects()
+        objs["workloads"][6] = workload("Deployment", "volcano-scheduler", "volcano-system",
+                                        "docker.io/volcanosh/vc-scheduler:v1.12.1", ready=0)
+        assert status("audit.k8s.gang_scheduling", objs)["status"] == "fail"
+        assert status("audit.k8s.bin_packing", objs)["status"] == "fail"
+        assert status("audit.k8s.workload_schedulers", objs)["status"] == "fail"
+
+    def test_gang_warn_without_any_gang_scheduler(self):
+        objs = healthy_objects()
+        objs["workloads"] = objs["workloads"][:5]
+        objs["configmaps"] = objs["configmaps"][:1]  # the Volcano configuration went with Volcano
+        api = "\n".join(ln for ln in API_RESOURCES.splitlines() if "scheduling.volcano" not in ln and "kueue" not in ln)
+        assert status("audit.k8s.gang_scheduling", objs, api=api)["status"] == "warn"
+        assert status("audit.k8s.bin_packing", objs, api=api)["status"] == "warn"
+        assert status("audit.k8s.workload_schedulers", objs, api=api)["status"] == "warn"
+
+    @pytest.mark.parametrize("check_id", ["audit.k8s.gang_scheduling", "audit.k8s.bin_packing",
+                                          "audit.k8s.workload_schedulers", "audit.k8s.mpi_operator",
+                                          "audit.k8s.gpu_job_attribution", "audit.k8s.rdma_exposure"])
+    def test_skip_without_gpu_nodes(self, check_id):
+        objs = healthy_objects()
+        objs["nodes"] = [node(n, gpus=None) for n in NODE_NAMES]
+        assert status(check_id, objs)["status"] == "skip"
+
+    def test_warn_when_dra_claims_meet_an_old_kueue(self):
+        objs = healthy_objects()
+        objs["workloads"][5] = workload("Deployment", "kueue-controller-manager", "kueue-system",
+                                        "registry.k8s.io/kueue/kueue:v0.10.1")
+        objs["dra"] = [dra_object("ResourceClaimTemplate", "imex-channel", "training",
+                                  {"spec": {"devices": {"requests": [{"name": "channel",
+                                                                      "deviceClassName": "compute-domain-default-"
+                                                                                         "channel.nvidia.com"}]}}})]
+        result = status("audit.k8s.workload_schedulers", objs)
+        assert result["status"] == "warn" and "v0.10.1" in result["summary"]
+
+    def test_mpi_fail_when_crd_served_but_operator_down(self):
+        objs = healthy_objects()
+        objs["workloads"][7] = workload("Deployment", "mpi-operator", "mpi-operator",
+                                        "docker.io/mpioperator/mpi-operator:0.6.0", ready=0)
+        assert status("audit.k8s.mpi_operator", objs)["status"] == "fail"
+
+    def test_mpi_warn_without_mpijob_api(self):
+        objs = healthy_objects()
+        del objs["workloads"][7]
+        api = "\n".join(ln for ln in API_RESOURCES.splitlines() if "mpijobs" not in ln)
+        assert status("audit.k8s.mpi_operator", objs, api=api)["status"] == "warn"
+
+    def test_api_resources_table_kept_when_an_aggregated_api_fails(self):
+        result = status("audit.k8s.mpi_operator", overrides={"k8s_api_resources": {
+            "rc": 1, "stderr": "error: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: "
+                               "the server is currently unable to handle the request\n"}})
+        assert result["status"] == "pass"
+
+
+class TestServices:
+    def test_ingress_fail_when_controller_down(self):
+        objs = healthy_objects()
+        objs["workloads"][8] = workload("Deployment", "ingress-nginx-controller", "ingress-nginx",
+                                        "registry.k8s.io/ingress-nginx/controller:v1.12.0", 0, 2)
+        assert status("audit.k8s.ingress_controller", objs)["status"] == "fail"
+
+    def test_ingress_warn_without_default_class(self):
+        objs = healthy_objects()
+        objs["services"][0] = ingress_class("nginx", "k8s.io/ingress-nginx")
+        assert status("audit.k8s.ingress_controller", objs)["status"] == "warn"
+
+    def test_load_balancer_fail_when_every_service_is_pending(self):
+        objs = healthy_objects()
+        objs["services"][2] = service("ingress-nginx-controller", "ingress-nginx", "LoadBalancer")
+        result = status("audit.k8s.load_balancer", objs)
+        assert result["status"] == "fail" and "ingress-nginx/ingress-nginx-controller" in result["summary"]
+
+    def test_load_balancer_warn_without_any_implementation(self):
+        objs = healthy_objects()
+        objs["services"] = objs["services"][:2]
+        objs["workloads"] = objs["workloads"][:9]
+        assert status("audit.k8s.load_balancer", objs, absent=("k8s_metallb_pools",))["status"] == "warn"
+
+    def test_load_balancer_pass_with_metallb_pool_and_no_service(self):
+        objs = healthy_objects()
+        objs["services"] = objs["services"][:2]
+        assert status("audit.k8s.load_balancer", objs)["status"] == "pass"
+
+
+class TestStorage:
+    def test_fail_without_default_class(self):
+        objs = healthy_objects()
+        objs["storage"][0] = storage_class("local-path", "rancher.io/local-path")
+        objs["storage"].append(pvc("scratch", ["ReadWriteOnce"], "Pending", sc=None))
+        result = status("audit.k8s.default_storage_class", objs)
+        assert result["status"] == "fail" and "1 are" in result["summary"]
+
+    def test_warn_with_two_defaults(self):
+        objs = healthy_objects()
+        objs["storage"][1] = storage_class("shared-fs", "nfs.csi.k8s.io", default=True)
+        assert status("audit.k8s.default_storage_class", objs)["status"] == "warn"
+
+    def test_skip_is_impossible_without_api_so_skip_only_when_not_k8s(self):
+        assert run("audit.k8s.default_storage_class", {})["status"] == "skip"
+
+    def test_rwx_fail_when_rwx_pvcs_are_all_pending(self):
+        objs = healthy_objects()
+        objs["storage"][3] = pvc("datasets", ["ReadWriteMany"], "Pending")
+        assert status("audit.k8s.csi_rwx", objs)["status"] == "fail"
+
+    def test_rwx_warn_without_shared_provisioner(self):
+        objs = healthy_objects()
+        objs["storage"] = objs["storage"][:1]
+        assert status("audit.k8s.csi_rwx", objs)["status"] == "warn"
+
+    def test_rwx_fail_when_the_class_names_an_uninstalled_driver(self):
+        objs = healthy_objects()
+        objs["storage"] = [objs["storage"][0], storage_class("lustre", "fsx.csi.aws.com"),
+                           csidriver("ebs.csi.aws.com")]
+        assert status("audit.k8s.csi_rwx", objs)["status"] == "fail"
+
+
+class TestGpuOperator:
+    def test_fail_names_gpu_nodes_without_allocatable_gpus(self):
+        objs = healthy_objects()
+        objs["nodes"][2]["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+        result = status("audit.k8s.gpu_operator", objs)
+        assert result["status"] == "fail" and "gpu-b01" in result["summary"]
+
+    def test_fail_when_cluster_policy_not_ready(self):
+        objs = healthy_objects()
+        objs["clusterpolicies"][0]["status"]["state"] = "notReady"
+        assert status("audit.k8s.gpu_operator", objs)["status"] == "fail"
+
+    def test_warn_when_device_plugin_misses_a_node(self):
+        objs = healthy_objects()
+        objs["workloads"][1] = workload("DaemonSet", "nvidia-device-plugin-daemonset", "gpu-operator",
+                                        "nvcr.io/nvidia/k8s-device-plugin:v0.17.0", 3, 4)
+        assert status("audit.k8s.gpu_operator", objs)["status"] == "warn"
+
+    def test_skip_without_gpus(self):
+        objs = healthy_objects()
+        objs["nodes"] = [node(n, gpus=None) for n in NODE_NAMES]
+        del objs["workloads"][0]
+        assert status("audit.k8s.gpu_operator", objs)["status"] == "skip"
+
+    def test_corpus_gfd_labels_mark_a_gpu_node(self):
+        labels = json.loads(read_corpus("kubectl-nodes", "node-labels-h100-mig-single-1g.10gb-gfd.json"))
+        assert labels["nvidia.com/gpu.present"] == "true"
+        objs = healthy_objects()
+        objs["nodes"] = [node("mig-node", gpus=None, labels=labels)]
+        # GFD says a GPU is present, yet the node advertises no nvidia.com/gpu
+        result = status("audit.k8s.gpu_operator", objs)
+        assert result["status"] == "fail" and "mig-node" in result["summary"]
+
+
+class TestNetworkOperator:
+    def test_fail_when_nic_cluster_policy_not_ready(self):
+        objs = healthy_objects()
+        objs["nicpolicies"][0]["status"]["state"] = "notReady"
+        assert status("audit.k8s.network_operator", objs)["status"] == "fail"
+
+    def test_warn_when_nvidia_nics_have_no_rdma_plumbing(self):
+        objs = healthy_objects()
+        objs["workloads"] = [w for w in objs["workloads"] if "rdma" not in w["metadata"]["name"]
+                             and "network-operator" not in w["metadata"]["name"]]
+        assert status("audit.k8s.network_operator", objs, absent=("k8s_nicclusterpolicies",))["status"] == "warn"
+
+    def test_skip_without_nvidia_nics(self):
+        objs = healthy_objects()
+        for n in objs["nodes"]:
+            del n["metadata"]["labels"]["feature.node.kubernetes.io/pci-15b3.present"]
+        objs["workloads"] = [w for w in objs["workloads"] if "network-operator" not in w["metadata"]["name"]]
+        assert status("audit.k8s.network_operator", objs, absent=("k8s_nicclusterpolicies",))["status"] == "skip"
+
+
+class TestAttribution:
+    def test_fail_without_kubernetes_mapping(self):
+        objs = healthy_objects()
+        objs["workloads"][2] = workload("DaemonSet", "nvidia-dcgm-exporter", "gpu-operator",
+                                        "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04", 4, 4,
+                                        env={"DCGM_EXPORTER_KUBERNETES": "false"})
+        assert status("audit.k8s.gpu_job_attribution", objs)["status"] == "fail"
+
+    def test_warn_without_pod_resources_mount(self):
+        objs = healthy_objects()
+        objs["workloads"][2] = workload("DaemonSet", "dcgm-exporter", "monitoring",
+                                        "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04", 4, 4,
+                                        args=["-f", "/etc/dcgm-exporter/dcp-metrics-included.csv", "--kubernetes"])
+        assert status("audit.k8s.gpu_job_attribution", objs)["status"] == "warn"
+
+
+class TestRdma:
+    def test_fail_when_nad_names_an_unadvertised_resource(self):
+        objs = healthy_objects()
+        objs["nads"].append(nad("sriov-ib", {"cniVersion": "0.3.1", "type": "ib-sriov", "name": "sriov-ib",
+                                             "ipam": {"type": "whereabouts", "range": "10.10.0.0/16"}},
+                                resource="nvidia.com/mlnxics"))
+        result = status("audit.k8s.rdma_exposure", objs)
+        assert result["status"] == "fail" and "nvidia.com/mlnxics" in result["summary"]
+        assert result["evidence"]["nads"]["default/sriov-ib"]["mechanism"] == "sriov_ib"
+
+    def test_fail_when_the_shared_device_plugin_advertises_nothing(self):
+        objs = healthy_objects()
+        for n in objs["nodes"]:
+            del n["status"]["allocatable"]["rdma/rdma_shared_device_a"]
+        assert status("audit.k8s.rdma_exposure", objs)["status"] == "fail"
+
+    def test_warn_when_a_gpu_node_lacks_the_rdma_resource(self):
+        objs = healthy_objects()
+        del objs["nodes"][3]["status"]["allocatable"]["rdma/rdma_shared_device_a"]
+        result = status("audit.k8s.rdma_exposure", objs)
+        assert result["status"] == "warn" and "gpu-b02" in result["summary"]
+
+    def test_warn_without_any_rdma(self):
+        objs = healthy_objects()
+        objs["configmaps"], objs["nicpolicies"], objs["nads"] = [], [], []
+        for n in objs["nodes"]:
+            del n["status"]["allocatable"]["rdma/rdma_shared_device_a"]
+        assert status("audit.k8s.rdma_exposure", objs)["status"] == "warn"
+
+    @pytest.mark.parametrize("resource, mechanism", [("vpc.amazonaws.com/efa", "efa"),
+                                                     ("rdma/fabric0", "doks_fabric"),
+                                                     ("networking.gke.io.networks/rdma-0", "gke_multinetwork")])
+    def test_recognises_cloud_fabrics(self, resource, mechanism):
+        objs = healthy_objects()
+        objs["configmaps"], objs["nicpolicies"], objs["nads"] = [], [], []
+        for n in objs["nodes"]:
+            del n["status"]["allocatable"]["rdma/rdma_shared_device_a"]
+            n["status"]["allocatable"][resource] = "1"
+        result = status("audit.k8s.rdma_exposure", objs)
+        assert result["status"] == "pass" and mechanism in result["evidence"]["mechanisms"]
+
+    def test_recognises_dranet_device_classes(self):
+        objs = healthy_objects()
+        objs["dra"] = [dra_object("DeviceClass", "mrdma.google.com",
+                                  spec={"selectors": [{"cel": {"expression": 'device.driver == "dra.net"'}}]})]
+        result = status("audit.k8s.rdma_exposure", objs)
+        assert result["status"] == "pass" and "dranet" in result["evidence"]["mechanisms"]
+
+    def test_sriov_legacy_pairing_with_sriovdp_config(self):
+        objs = healthy_objects()
+        objs["configmaps"] = [configmap("sriovdp-config", "kube-system", {"config.json": json.dumps(
+            {"resourceList": [{"resourcePrefix": "nvidia.com", "resourceName": "sriov_rdma",
+                               "selectors": {"vendors": ["15b3"], "isRdma": True}}]})})]
+        objs["nicpolicies"] = []
+        objs["nads"] = [nad("sriov-net", {"cniVersion": "0.3.1", "type": "sriov", "name": "sriov-net"},
+                            resource="nvidia.com/sriov_rdma")]
+        for n in objs["nodes"]:
+            n["status"]["allocatable"]["nvidia.com/sriov_rdma"] = "8"
+        result = status("audit.k8s.rdma_exposure", objs)
+        assert result["status"] == "pass" and "sriov_legacy" in result["evidence"]["mechanisms"]
+
+
+class TestMultinodeNvlink:
+    def objs(self, clique=True, domains=True, driver_ready=1):
+        objs = healthy_objects()
+        if clique:
+            for n in objs["nodes"]:
+                n["metadata"]["labels"]["nvidia.com/gpu.clique"] = "9a3b2c1d-0000-4000-8000-000000000001.32766"
+        objs["workloads"].append(workload("Deployment", "nvidia-dra-driver-gpu-controller", "nvidia-dra-driver-gpu",
+                                          "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.3.0", driver_ready, 1))
+        if domains:
+            objs["computedomains"] = [cr("resource.nvidia.com/v1beta1", "ComputeDomain", "training-cd", "training",
+                                         spec={"numNodes": 4, "channel": {"resourceClaimTemplate":
+                                                                          {"name": "training-cd-channel"}}},
+                                         status={"status": "Ready"})]
+        return objs
+
+    def test_pass(self):
+        assert status("audit.k8s.multinode_nvlink", self.objs())["status"] == "pass"
+
+    def test_fail_without_computedomain_api(self):
+        api = "\n".join(ln for ln in API_RESOURCES.splitlines() if "computedomains" not in ln)
+        result = status("audit.k8s.multinode_nvlink", self.objs(domains=False), api=api,
+                        absent=("k8s_computedomains",))
+        assert result["status"] == "fail"
+
+    def test_warn_when_a_compute_domain_is_not_ready(self):
+        objs = self.objs()
+        objs["computedomains"][0]["status"]["status"] = "NotReady"
+        assert status("audit.k8s.multinode_nvlink", objs)["status"] == "warn"
+
+    def test_skip_without_cliques(self):
+        assert status("audit.k8s.multinode_nvlink", self.objs(clique=False, domains=False))["status"] == "skip"
+
+    def test_error_when_unreachable(self):
+        refused = {"rc": 1, "stdout": "", "stderr": "Unable to connect to the server: dial tcp 10.0.0.1:6443: "
+                                                    "i/o timeout\n"}
+        assert status("audit.k8s.multinode_nvlink", self.objs(),
+                      overrides={"k8s_nodes": refused})["status"] == "error"
+
+
+class TestKubeletCpuManager:
+    def probe(self, stdout, **extra):
+        return {"k8s_cpu_manager_state": {"name": "k8s_cpu_manager_state", "cmd": "cat", "rc": 0, "stdout": stdout,
+                                          "stderr": "", "artifact": "raw/n1/cpu.json", **extra}}
+
+    def node_run(self, probes):
+        result = checks.evaluate("audit.k8s.kubelet_cpu_manager",
+                                 Context(subject="n1", probes=probes, options={"harness": "k8s"}), RUN)
+        assert problems(result) == []
+        return result
+
+    def test_pass_static(self):
+        text = ('{"policyName":"static","defaultCpuSet":"0-3,96-99","entries":{"a1b2":{"main":"4-47"}},'
+                '"checksum":1353318690}')
+        assert self.node_run(self.probe(text))["status"] == "pass"
+
+    def test_warn_none(self):
+        assert self.node_run(self.probe('{"policyName":"none","defaultCpuSet":"","checksum":1353318690}'))[
+            "status"] == "warn"
+
+    def test_fail_unknown_policy(self):
+        assert self.node_run(self.probe('{"policyName":"bogus","checksum":1}'))["status"] == "fail"
+
+    def test_skip_without_kubelet(self):
+        assert self.node_run(self.probe("absent: /var/lib/kubelet/cpu_manager_state"))["status"] == "skip"
+
+    def test_error_on_garbage(self):
+        assert self.node_run(self.probe("cat: permission denied"))["status"] == "error"
+
+
+# ------------------------------------------------------------------ parsers
+
+class TestParsers:
+    def test_list_items_keep_kind_namespace_and_top_level_fields(self):
+        data = parsers.parse("kubectl-json", klist(storage_class("fast", "ebs.csi.aws.com", default=True),
+                                                   pvc("a", ["ReadWriteOnce"], "Bound")))
+        assert data["format"] == "list" and data["kinds"] == {"StorageClass": 1, "PersistentVolumeClaim": 1}
+        sc = data["items"][0]
+        assert sc["fields"]["provisioner"] == "ebs.csi.aws.com" and sc["namespace"] is None
+        assert data["items"][1]["namespace"] == "training"
+
+    def test_stream_of_documents(self):
+        data = parsers.parse("kubectl-json", klist(configmap("a", "x", {})) + klist())
+        assert data["format"] == "stream" and data["documents"] == 2 and len(data["items"]) == 1
+
+    def test_version(self):
+        data = parsers.parse("kubectl-json", json.dumps({"clientVersion": {"gitVersion": "v1.31.4"},
+                                                         "kustomizeVersion": "v5.4.2",
+                                                         "serverVersion": {"gitVersion": "v1.30.6-eks-7f9249a"}}))
+        assert data["format"] == "version" and data["version"]["server"]["gitVersion"] == "v1.30.6-eks-7f9249a"
+
+    @pytest.mark.parametrize("text", ["", "   \n", "error: you must be logged in", '{"items": [', "[1, 2]"])
+    def test_garbage_is_a_parse_error(self, text):
+        with pytest.raises(parsers.ParseError):
+            parsers.parse("kubectl-json", text)
+
+    def test_api_resources_old_and_new_layouts(self):
+        data = parsers.parse("kubectl-api-resources", API_RESOURCES)
+        pg = next(r for r in data["resources"] if r["name"] == "podgroups")
+        assert pg == {"name": "podgroups", "group": "scheduling.volcano.sh", "version": "v1beta1",
+                      "namespaced": True, "kind": "PodGroup", "short_names": ["pg", "podgroup"]}
+        jobs = next(r for r in data["resources"] if r["name"] == "jobs")
+        assert jobs["short_names"] == [] and jobs["group"] == "batch"
+        old = ("NAME          SHORTNAMES   APIGROUP   NAMESPACED   KIND\n"
+               "deployments   deploy       apps       true         Deployment\n")
+        assert parsers.parse("kubectl-api-resources", old)["resources"][0]["group"] == "apps"
+
+    def test_existing_node_parser_reads_our_node_objects(self):
+        data = parsers.parse("kubectl-nodes", klist(node("gpu-a01")))
+        assert data["nodes"][0]["allocatable_gpus"] == 8 and data["nodes"][0]["gpu_count"] == 8
+
+
+def test_api_probes_are_read_only_kubectl_calls_of_their_own_phase():
+    from clustereval.checks import probe_catalogue
+
+    api = probe_catalogue.for_phase("audit-k8s")
+    names = {p["name"] for p in api}
+    assert names == set(to_probes(healthy_objects()))
+    for probe in api:
+        assert probe["name"].startswith("k8s_") and probe["tool"] in ("kubectl", "helm")
+        assert not any(verb in probe["cmd"] for verb in ("kubectl create", "kubectl apply", "kubectl delete",
+                                                         "kubectl patch", "helm install"))
+    node = [p for p in probe_catalogue.for_phase("audit") if p["name"].startswith("k8s_")]
+    assert [p["name"] for p in node] == ["k8s_cpu_manager_state"]
