@@ -78,9 +78,7 @@ def coverage() -> dict[str, Any]:
     unknown: dict[str, list[str]] = {}
     for check_id, item in load().items():
         for cid in item.get("cmax") or []:
-            if cid in known:
-                by_criterion.setdefault(cid, []).append(item)
-            elif cid in extras:
+            if cid in known or cid in extras:
                 by_criterion.setdefault(cid, []).append(item)
             else:
                 unknown.setdefault(cid, []).append(check_id)
