@@ -1,0 +1,316 @@
+"""Audit checks: Slurm commands that answer, job accounting, node shapes matching the hardware,
+slurmd's spool disk and the controller's placement.
+
+Reads ``scontrol show config`` (Slurm 17.11 to 25.11, through the ``slurm`` parser), ``scontrol show
+node`` (core probe ``slurm_node``) and two sectioned probes of our own (``scheduler_commands``,
+``scheduler_node_hardware``: ``nproc``, ``/proc/meminfo``, util-linux ``findmnt -J`` 2.29+, ``df -P``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from clustereval import baselines
+from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
+
+CONFIG_PROBE = "scheduler_slurm_config"
+COMMANDS_PROBE = "scheduler_commands"
+HARDWARE_PROBE = "scheduler_node_hardware"
+NODE_PROBE = "slurm_node"
+# Client commands a tenant uses; sacct belongs to the accounting check.
+CLIENT_COMMANDS = ("sinfo", "squeue", "scontrol", "srun", "sbatch", "salloc")
+NULL_VALUES = {"", "(null)", "none", "n/a", "unlimited", "0"}
+
+
+def sections(text: str) -> list[dict[str, Any]]:
+    """Split a probe's output at ``## kind key=value ...`` headers into ``{"kind", <keys>, "body"}``.
+
+    Text before the first header lands in a section of kind ``""``; plain words after the kind go to
+    ``args`` (``## findmnt root``). Values cannot hold spaces, except the last key's.
+    """
+    out: list[dict[str, Any]] = [{"kind": "", "body": []}]
+    for line in text.splitlines():
+        if line.startswith("## "):
+            words = line[3:].split(" ")
+            section: dict[str, Any] = {"kind": "", "body": []}
+            last = None
+            for word in words:
+                if "=" in word:
+                    key, _, value = word.partition("=")
+                    section[key] = value
+                    last = key
+                elif last is not None:
+                    section[last] += " " + word
+                elif not section["kind"]:
+                    section["kind"] = word
+                else:
+                    section.setdefault("args", []).append(word)
+            if not section["kind"] and words and "=" in words[0]:
+                section["kind"] = words[0].partition("=")[0]
+            out.append(section)
+        else:
+            out[-1]["body"].append(line)
+    return out if out[0]["body"] else out[1:]
+
+
+def is_null(value: Any) -> bool:
+    """Whether a ``scontrol show config`` value means "not set"."""
+    return value is None or str(value).strip().lower() in NULL_VALUES
+
+
+def seconds(value: Any) -> int | None:
+    """``'300 sec'``, ``'10'``, ``'5 min'`` -> seconds (None when unreadable)."""
+    match = re.match(r"^\s*(\d+)\s*(sec|secs|s|min|mins)?\b", str(value or ""))
+    if not match:
+        return None
+    return int(match.group(1)) * (60 if (match.group(2) or "").startswith("min") else 1)
+
+
+def slurm_config(ctx: Context, probe: str = CONFIG_PROBE) -> dict[str, Any]:
+    """``scontrol show config`` as a dict; a node without Slurm configuration is a skip."""
+    try:
+        data = ctx.parsed(probe)
+    except ProbeFailed as exc:
+        if "could not establish a configuration source" in str(exc).lower():
+            raise Skip(f"the Slurm client on {ctx.subject} has no configuration: not a Slurm node ({exc})") from None
+        raise
+    config = data.get("config") or {}
+    if not config:
+        raise HarnessError(f"`scontrol show config` printed no settings on {ctx.subject}")
+    return config
+
+
+def _controller_hosts(config: dict[str, Any]) -> list[str]:
+    """Short host names of SlurmctldHost[0..] (``ctl1(10.0.0.1)`` -> ``ctl1``), primary first."""
+    keyed = sorted((k for k in config if k.startswith("SlurmctldHost") or k == "ControlMachine"),
+                   key=lambda k: int(re.sub(r"\D", "", k) or 0))
+    hosts = []
+    for key in keyed:
+        value = str(config[key] or "")
+        if is_null(value):
+            continue
+        hosts.append(value.split("(")[0].split(".")[0].strip().lower())
+    return hosts
+
+
+def parse_hardware(text: str) -> dict[str, Any]:
+    """The ``scheduler_node_hardware`` probe: names, nproc, MemTotal (MiB), spool path, findmnt, df."""
+    out: dict[str, Any] = {"mounts": {}}
+    for section in sections(text):
+        body = section["body"]
+        if section["kind"] == "findmnt":
+            which = (section.get("args") or ["?"])[0]
+            try:
+                filesystems = json.loads("\n".join(body) or "{}").get("filesystems") or []
+            except json.JSONDecodeError as exc:
+                raise HarnessError(f"findmnt printed unreadable JSON for {which}: {exc}") from None
+            if filesystems:
+                out["mounts"][which] = {k: filesystems[0].get(k) for k in ("target", "source", "fstype")}
+            continue
+        if section["kind"] == "df":
+            fields = " ".join(body).split()
+            if len(fields) >= 6 and fields[4].endswith("%") and fields[4][:-1].isdigit():
+                out["spool_used_pct"] = int(fields[4][:-1])
+            continue
+        for line in body:
+            key, _, value = line.partition(":")
+            value = value.strip()
+            if key == "MemTotal":
+                kib = re.match(r"(\d+)\s*kB", value)
+                out["mem_total_mb"] = int(kib.group(1)) // 1024 if kib else None
+            elif key == "nproc" and value.isdigit():
+                out["nproc"] = int(value)
+            elif key in ("hostname", "hostname_short", "spool"):
+                out[key] = value
+            elif key in ("Socket(s)", "Core(s) per socket", "Thread(s) per core") and value.isdigit():
+                out[{"Socket(s)": "sockets", "Core(s) per socket": "cores_per_socket",
+                     "Thread(s) per core": "threads_per_core"}[key]] = int(value)
+    return out
+
+
+def _hardware(ctx: Context) -> dict[str, Any]:
+    hardware = parse_hardware(ctx.probe(HARDWARE_PROBE).get("stdout", ""))
+    if hardware.get("nproc") is None or hardware.get("mem_total_mb") is None:
+        raise HarnessError(f"could not read nproc and MemTotal on {ctx.subject}")
+    return hardware
+
+
+def parse_commands(text: str) -> dict[str, dict[str, Any]]:
+    """The ``scheduler_commands`` probe: ``{name: {"rc", "missing", "output"}}``."""
+    out = {}
+    for section in sections(text):
+        if "cmd" not in section:
+            continue
+        rc = section.get("rc")
+        out[section["cmd"]] = {"rc": int(rc) if str(rc).lstrip("-").isdigit() else None,
+                               "missing": section.get("missing") == "yes",
+                               "output": "\n".join(section["body"]).strip()}
+    return out
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else "no output"
+
+
+@check("audit.scheduler.commands")
+def slurm_commands(ctx: Context) -> Verdict:
+    commands = parse_commands(ctx.probe(COMMANDS_PROBE).get("stdout", ""))
+    if not commands:
+        raise HarnessError("the Slurm command probe printed no results")
+    client = {name: commands[name] for name in CLIENT_COMMANDS if name in commands}
+    evidence = {"commands": {name: {"rc": c["rc"], "missing": c["missing"]} for name, c in client.items()}}
+    unread = [name for name in CLIENT_COMMANDS if name not in commands]
+    if unread:
+        raise HarnessError(f"the Slurm command probe did not report {', '.join(unread)}")
+    missing = [name for name, c in client.items() if c["missing"]]
+    failing = {name: c for name, c in client.items() if not c["missing"] and c["rc"] != 0}
+    working = len(client) - len(missing) - len(failing)
+    if failing:
+        detail = "; ".join(f"`{name}` exit {c['rc']}: {_last_line(c['output'])}" for name, c in failing.items())
+        evidence["errors"] = {name: _last_line(c["output"]) for name, c in failing.items()}
+        return Verdict("fail", f"Slurm commands fail on {ctx.subject}: {detail}", working, evidence=evidence)
+    if missing:
+        return Verdict("warn", f"Slurm client commands not installed: {', '.join(missing)} "
+                       f"({working} of {len(client)} work)", working, evidence=evidence)
+    return Verdict("pass", f"{', '.join(CLIENT_COMMANDS)} all run and reach the controller", working,
+                   evidence=evidence)
+
+
+@check("audit.scheduler.accounting")
+def accounting(ctx: Context) -> Verdict:
+    config = slurm_config(ctx)
+    storage = str(config.get("AccountingStorageType") or "")
+    gather = str(config.get("JobAcctGatherType") or "")
+    try:
+        sacct = parse_commands(ctx.probe(COMMANDS_PROBE).get("stdout", "")).get("sacct")
+    except Skip:
+        sacct = None
+    evidence = {"AccountingStorageType": storage or None, "JobAcctGatherType": gather or None,
+                "sacct_rc": sacct and sacct["rc"], "sacct_output": sacct and _last_line(sacct["output"])}
+    if not storage:
+        raise HarnessError("`scontrol show config` did not print AccountingStorageType")
+    if is_null(storage) or storage.endswith("/none"):
+        return Verdict("warn", f"job accounting is disabled (AccountingStorageType={storage}): sacct cannot "
+                       "list past jobs, exit codes or GPU hours; common on clusters without slurmdbd, "
+                       "but failures cannot be investigated after the fact", storage, evidence=evidence)
+    if sacct is None:
+        raise HarnessError("the Slurm command probe did not report sacct")
+    if sacct["missing"]:
+        return Verdict("warn", f"accounting is configured ({storage}) but sacct is not installed on "
+                       f"{ctx.subject}", storage, evidence=evidence)
+    if sacct["rc"] != 0:
+        return Verdict("fail", f"accounting is configured ({storage}) but sacct fails (exit {sacct['rc']}): "
+                       f"{_last_line(sacct['output'])}", storage, evidence=evidence)
+    gather_note = (" (JobAcctGatherType is none: no per-job CPU/memory usage)"
+                   if is_null(gather) or gather.endswith("/none") else "")
+    return Verdict("warn" if gather_note else "pass", f"job accounting through {storage}; sacct answers"
+                   + gather_note, storage, evidence=evidence)
+
+
+def _slurm_node(ctx: Context) -> dict[str, Any]:
+    try:
+        data = ctx.parsed(NODE_PROBE)
+    except ProbeFailed as exc:
+        if "not found" in str(exc).lower() or "configuration source" in str(exc).lower():
+            raise Skip(f"{ctx.subject} is not a node of the Slurm cluster ({exc})") from None
+        raise
+    nodes = data.get("nodes") or []
+    if not nodes:
+        raise Skip(f"Slurm reports no node record for {ctx.subject}")
+    return nodes[0]
+
+
+@check("audit.scheduler.resource_limits")
+def resource_limits(ctx: Context) -> Verdict:
+    node = _slurm_node(ctx)
+    config = slurm_config(ctx)
+    hardware = _hardware(ctx)
+    slurm_cpus, slurm_mem = node.get("cpus"), node.get("real_memory_mb")
+    if slurm_cpus is None or slurm_mem is None:
+        raise HarnessError(f"scontrol show node printed no CPUTot/RealMemory for {node.get('name')}")
+    nproc, mem = hardware["nproc"], hardware["mem_total_mb"]
+    lim = ctx.limit("scheduler", "audit.scheduler.resource_limits.memory_fraction")
+    fraction = round(int(slurm_mem) / mem, 3) if mem else 0.0
+    defaults = {key: config.get(key) for key in ("DefMemPerCPU", "DefMemPerNode", "DefMemPerGPU", "DefCpuPerGPU",
+                                                 "MaxMemPerNode", "SelectTypeParameters") if key in config}
+    evidence = {"slurm_cpus": slurm_cpus, "nproc": nproc, "slurm_real_memory_mb": slurm_mem,
+                "mem_total_mb": mem, "memory_fraction": fraction, "defaults": defaults}
+    expected = {"cpus": nproc, "real_memory_max_mb": mem, **lim.expected()}
+    fails, warns = [], []
+    if int(slurm_cpus) > nproc:
+        fails.append(f"Slurm declares {slurm_cpus} CPUs but the node has {nproc}: jobs are oversubscribed")
+    elif int(slurm_cpus) < nproc:
+        warns.append(f"Slurm declares {slurm_cpus} of the node's {nproc} CPUs")
+    if int(slurm_mem) > mem:
+        fails.append(f"RealMemory={slurm_mem} MB exceeds the node's {mem} MB: jobs sized to it get OOM-killed")
+    else:
+        level = baselines.grade(fraction, lim)
+        text = f"RealMemory={slurm_mem} MB is {fraction:.0%} of the node's {mem} MB: the rest cannot be allocated"
+        {"fail": fails, "warn": warns}.get(level, []).append(text)
+    memory_consumable = "MEMORY" in str(config.get("SelectTypeParameters") or "").upper()
+    has_default = any(not is_null(config.get(key)) for key in ("DefMemPerCPU", "DefMemPerNode", "DefMemPerGPU"))
+    if memory_consumable and not has_default:
+        warns.append("memory is a consumable resource but no DefMemPerCPU/DefMemPerNode/DefMemPerGPU is set: "
+                     "a job that asks for no memory gets the whole node's")
+    status = "fail" if fails else "warn" if warns else "pass"
+    summary = "; ".join(fails + warns) or (f"Slurm's {slurm_cpus} CPUs and RealMemory={slurm_mem} MB match the "
+                                           f"node ({nproc} CPUs, {mem} MB)")
+    return Verdict(status, summary, int(slurm_mem), unit="MB", expected=expected, evidence=evidence)
+
+
+@check("audit.scheduler.spool_disk")
+def spool_disk(ctx: Context) -> Verdict:
+    hardware = _hardware(ctx)
+    slurm_config(ctx)  # a node without Slurm configuration skips here
+    spool, mounts = hardware.get("spool"), hardware["mounts"]
+    if not spool:
+        raise HarnessError("`scontrol show config` printed no SlurmdSpoolDir")
+    root, held = mounts.get("root"), mounts.get("spool")
+    if not root or not held:
+        raise HarnessError(f"findmnt could not resolve the filesystems of / and {spool}")
+    used = hardware.get("spool_used_pct")
+    evidence = {"spool": spool, "spool_mount": held, "root_mount": root, "spool_used_pct": used}
+    lim = ctx.limit("scheduler", "audit.scheduler.spool_disk.used_pct")
+    level = baselines.grade(used, lim) if used is not None else "pass"
+    where = f"{held['target']} ({held['fstype']} on {held['source']})"
+    if level != "pass":
+        return Verdict(level, f"slurmd's spool {spool} is on {where}, {used}% full: slurmd stops when it fills",
+                       used, unit="%", expected=lim.expected(), evidence=evidence)
+    if held["target"] == root["target"]:
+        kind = "the container overlay root" if root.get("fstype") == "overlay" else "the root filesystem"
+        return Verdict("warn", f"slurmd's spool {spool} is on {kind} {where}: a full root disk stops slurmd "
+                       "(the usual default layout, but one disk failure mode for OS and jobs)", used, unit="%",
+                       expected=lim.expected(), evidence=evidence)
+    return Verdict("pass", f"slurmd's spool {spool} has its own filesystem {where}", used, unit="%",
+                   expected=lim.expected(), evidence=evidence)
+
+
+@check("audit.scheduler.controller_colocated")
+def controller_colocated(ctx: Context) -> Verdict:
+    config = slurm_config(ctx)
+    hardware = _hardware(ctx)
+    controllers = _controller_hosts(config)
+    if not controllers:
+        raise HarnessError("`scontrol show config` printed no SlurmctldHost")
+    names = {str(hardware.get(key) or "").split(".")[0].lower() for key in ("hostname", "hostname_short")}
+    try:
+        node = _slurm_node(ctx)
+        hostnames = (node.get("name"), (node.get("fields") or {}).get("NodeHostName"))
+        names |= {str(name or "").split(".")[0].lower() for name in hostnames}
+    except (Skip, HarnessError, ProbeFailed):
+        pass
+    names.discard("")
+    evidence = {"controllers": controllers, "node_names": sorted(names)}
+    here = [host for host in controllers if host in names]
+    if not here:
+        return Verdict("pass", f"slurmctld runs on {', '.join(controllers)}, not on this compute node",
+                       controllers[0], evidence=evidence)
+    if len(controllers) == 1:
+        return Verdict("fail", f"the only slurmctld ({controllers[0]}) runs on this compute node: a job that "
+                       "crashes or reboots it stops the whole cluster's scheduling", here[0], evidence=evidence)
+    return Verdict("warn", f"slurmctld {here[0]} runs on this compute node (backup controllers: "
+                   f"{', '.join(h for h in controllers if h not in here) or 'none elsewhere'})", here[0],
+                   evidence=evidence)

@@ -1,0 +1,33 @@
+"""Kernel log file and CPU frequency governors of a simulated node.
+
+* ``/var/log/kern.log``: the node's Xid lines (profile fault ``xid``) as rsyslog writes them on Debian
+  12 (RFC 3339 timestamp, host, ``kernel:``, the ring-buffer line), only when the node has Xid faults;
+  ``dmesg`` and ``journalctl`` stay the real tools reading the real (shared) kernel.
+* ``/sys/devices/system/cpu/cpuN/cpufreq/{scaling_governor,scaling_driver}`` for every CPU of the host,
+  ``performance`` under ``intel_pstate`` as on tuned HGX H100 nodes.
+
+Faults: ``cpu_governor`` (str, e.g. ``powersave``), ``cpufreq_driver`` (str, e.g. ``acpi-cpufreq``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+FAULTS = {"cpu_governor", "cpufreq_driver"}
+
+
+def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
+    faults = settings.get("faults") or {}
+    node = state.get("node", "node")
+    xid = state.get("xid") or []
+    if xid:
+        tree.file("/var/log/kern.log", "".join(
+            f"2026-11-30T00:{20 + k // 60:02d}:{k % 60:02d}.{123456 + k:06d}+00:00 {node} kernel: {line}\n"
+            for k, line in enumerate(xid)), 0o640)
+    governor = str(faults.get("cpu_governor") or "performance")
+    driver = str(faults.get("cpufreq_driver") or "intel_pstate")
+    for cpu in range(os.cpu_count() or 1):
+        base = f"/sys/devices/system/cpu/cpu{cpu}/cpufreq"
+        tree.file(f"{base}/scaling_governor", governor + "\n")
+        tree.file(f"{base}/scaling_driver", driver + "\n", 0o444)

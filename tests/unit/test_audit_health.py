@@ -1,0 +1,162 @@
+"""Health audit checks: DCGM, HealthCheckProgram, prolog, auto-remediation."""
+
+from __future__ import annotations
+
+from clustereval import checks
+from clustereval.checks import Context
+from clustereval.results import problems
+from tests.conftest import read_corpus
+from tests.unit.test_audit_scheduler import config, probe
+
+RUN = "test-run"
+NHC_DRAIN = "#!/bin/bash\n/usr/sbin/nhc-genconf\nscontrol update nodename=$HOSTNAME state=drain reason=\"NHC: $1\"\n"
+
+
+def run(check_id: str, probes: dict, **options) -> dict:
+    result = checks.evaluate(check_id, Context(subject="node1", probes=probes, options=options), RUN)
+    assert problems(result) == []
+    return result
+
+
+def programs(*items: tuple[str, str, str | None, bool], nhc_conf: str | None = None) -> dict:
+    """(key, path, text or None for missing, executable) per program, as the probe prints them."""
+    out = []
+    for key, path, text, executable in items:
+        if text is None:
+            out.append(f"## program key={key} path={path} exists=no")
+            continue
+        out.append(f"## program key={key} path={path} exists=yes executable={'yes' if executable else 'no'}")
+        out.append(text.rstrip("\n"))
+    if nhc_conf is not None:
+        out += ["## nhc path=/etc/nhc/nhc.conf", nhc_conf.rstrip("\n")]
+    return probe("health_slurm_programs", "\n".join(out) + "\n", cmd="scontrol show config | ...")
+
+
+def dcgmi(missing: bool = False) -> dict:
+    if missing:
+        return probe("health_dcgmi_version", "", rc=127, parser="dcgmi", missing=True, tool="dcgmi")
+    return probe("health_dcgmi_version", read_corpus("dcgmi", "dcgmi-v-version-3.1.8.txt"), parser="dcgmi")
+
+
+def gpus(present: bool = True) -> dict:
+    if not present:
+        return probe("nvidia_smi_q_x", "", rc=127, parser="nvidia-smi-q-x", missing=True, tool="nvidia-smi")
+    return probe("nvidia_smi_q_x", read_corpus("nvidia-smi-q-x", "h200-single-vm-drv580.159.04-v13-EDITED-ids.xml"),
+                 parser="nvidia-smi-q-x")
+
+
+class TestDcgm:
+    def test_pass_when_the_health_check_calls_dcgmi(self):
+        progs = programs(("HealthCheckProgram", "/usr/sbin/nhc", NHC_DRAIN, True),
+                         nhc_conf="* || check_dcgmi\n* || check_hw_physmem 1024k 1TB\n")
+        result = run("audit.health.dcgm", {**gpus(), **dcgmi(), **progs})
+        assert result["status"] == "pass" and "3.1.8" in result["summary"]
+
+    def test_warn_when_the_health_check_ignores_dcgm(self):
+        progs = programs(("HealthCheckProgram", "/usr/sbin/nhc", NHC_DRAIN, True))
+        result = run("audit.health.dcgm", {**gpus(), **dcgmi(), **progs})
+        assert result["status"] == "warn" and "never calls dcgmi" in result["summary"]
+
+    def test_fail_when_dcgmi_is_missing_on_a_gpu_node(self):
+        result = run("audit.health.dcgm", {**gpus(), **dcgmi(missing=True), **programs()})
+        assert result["status"] == "fail" and "not installed" in result["summary"]
+
+    def test_skip_without_gpus(self):
+        result = run("audit.health.dcgm", {**gpus(False), **dcgmi(missing=True), **programs()})
+        assert result["status"] == "skip" and "no NVIDIA GPU" in result["summary"]
+
+    def test_error_when_dcgmi_prints_no_version(self):
+        result = run("audit.health.dcgm", {**gpus(), **probe("health_dcgmi_version", "Hostengine build info:\n",
+                                                             parser="dcgmi"), **programs()})
+        assert result["status"] == "error"
+
+
+class TestHealthCheckProgram:
+    def test_pass_when_periodic_and_draining(self):
+        progs = programs(("HealthCheckProgram", "/etc/slurm/hc.sh", NHC_DRAIN, True))
+        result = run("audit.health.healthcheck_program", {**config(HealthCheckProgram="/etc/slurm/hc.sh"), **progs})
+        assert result["status"] == "pass" and result["value"] == 300
+
+    def test_nhc_by_name_counts_as_draining(self):
+        progs = programs(("HealthCheckProgram", "/usr/sbin/nhc", "#!/bin/bash\n. /etc/nhc/scripts/common.nhc\n", True))
+        assert run("audit.health.healthcheck_program", {**config(), **progs})["status"] == "pass"
+
+    def test_fail_without_a_program(self):
+        # The corpus cluster (Slurm 23.02.2) has HealthCheckProgram (null).
+        text = read_corpus("slurm", "scontrol-show-config.txt")
+        result = run("audit.health.healthcheck_program",
+                     {**probe("scheduler_slurm_config", text, parser="slurm"), **programs()})
+        assert result["status"] == "fail" and "no HealthCheckProgram" in result["summary"]
+
+    def test_fail_when_the_program_is_missing_on_the_node(self):
+        progs = programs(("HealthCheckProgram", "/usr/sbin/nhc", None, False))
+        result = run("audit.health.healthcheck_program", {**config(), **progs})
+        assert result["status"] == "fail" and "missing" in result["summary"]
+
+    def test_warn_when_it_never_drains(self):
+        progs = programs(("HealthCheckProgram", "/etc/slurm/hc.sh", "#!/bin/sh\nnvidia-smi -L || exit 1\n", True))
+        result = run("audit.health.healthcheck_program", {**config(HealthCheckProgram="/etc/slurm/hc.sh"), **progs})
+        assert result["status"] == "warn" and "never drains" in result["summary"]
+
+    def test_warn_when_interval_is_zero(self):
+        progs = programs(("HealthCheckProgram", "/usr/sbin/nhc", NHC_DRAIN, True))
+        result = run("audit.health.healthcheck_program", {**config(HealthCheckInterval="0 sec"), **progs})
+        assert result["status"] == "warn" and "HealthCheckInterval=0" in result["summary"]
+
+    def test_skip_when_scontrol_fails_in_the_program_probe(self):
+        failed = probe("health_slurm_programs", "## scontrol rc=1\n")
+        assert run("audit.health.healthcheck_program", {**config(), **failed})["status"] == "skip"
+
+    def test_error_when_the_program_was_not_reported(self):
+        assert run("audit.health.healthcheck_program", {**config(), **programs()})["status"] == "error"
+
+
+class TestProlog:
+    def test_pass_without_a_prolog(self):
+        result = run("audit.health.prolog", {**config(), **programs()})
+        assert result["status"] == "pass" and "no prolog" in result["summary"]
+
+    def test_pass_with_a_quick_prolog(self):
+        progs = programs(("Prolog", "/etc/slurm/prolog.sh", "#!/bin/sh\nnvidia-smi -pm 1\nsleep 2\n", True))
+        result = run("audit.health.prolog", {**config(Prolog="/etc/slurm/prolog.sh"), **progs})
+        assert result["status"] == "pass"
+
+    def test_warn_on_long_diagnostics_and_sleeps(self):
+        text = "#!/bin/sh\ndcgmi diag -r 3 -j > /tmp/diag.json\nsleep 120\n"
+        progs = programs(("Prolog", "/etc/slurm/prolog.sh", text, True))
+        result = run("audit.health.prolog", {**config(Prolog="/etc/slurm/prolog.sh"), **progs})
+        assert result["status"] == "warn"
+        assert "dcgmi diag -r 3" in result["summary"] and "sleeps 120 s" in result["summary"]
+
+    def test_fail_when_the_prolog_is_missing(self):
+        progs = programs(("Prolog", "/etc/slurm/prolog.sh", None, False))
+        result = run("audit.health.prolog", {**config(Prolog="/etc/slurm/prolog.sh"), **progs})
+        assert result["status"] == "fail" and "missing" in result["summary"]
+
+    def test_skip_and_error(self):
+        assert run("audit.health.prolog", {**probe("scheduler_slurm_config", "", rc=127, missing=True),
+                                           **programs()})["status"] == "skip"
+        assert run("audit.health.prolog", {**config(Prolog="/p.sh"), **probe("health_slurm_programs", "",
+                                                                              timed_out=True, rc=None)})[
+            "status"] == "error"
+
+
+class TestAutoRemediation:
+    def test_pass_with_return_to_service(self):
+        result = run("audit.health.auto_remediation", {**config(ReturnToService="2")})
+        assert result["status"] == "pass" and result["value"] == 2
+
+    def test_warn_with_a_reboot_program_but_manual_resume(self):
+        text = read_corpus("slurm", "scontrol-show-config.txt")  # ReturnToService 1, RebootProgram /sbin/reboot
+        assert run("audit.health.auto_remediation", probe("scheduler_slurm_config", text, parser="slurm"))[
+            "status"] == "pass"
+        result = run("audit.health.auto_remediation", config(ReturnToService="0", RebootProgram="/sbin/reboot"))
+        assert result["status"] == "warn" and "RebootProgram" in result["summary"]
+
+    def test_fail_when_nothing_returns_nodes(self):
+        assert run("audit.health.auto_remediation", config(ReturnToService="0"))["status"] == "fail"
+
+    def test_skip_and_error(self):
+        assert run("audit.health.auto_remediation", probe("scheduler_slurm_config", "", rc=127,
+                                                          missing=True))["status"] == "skip"
+        assert run("audit.health.auto_remediation", config(ReturnToService="(null)"))["status"] == "error"
