@@ -31,7 +31,9 @@ from clustereval.sim import overlays
 from clustereval.sim.profile import load_profile, node_names, node_settings, render_node
 
 SHIM_SOURCES = Path(__file__).resolve().parent / "shims"
-SHIMS = {"nvidia-smi": "nvidia_smi.py", "dcgmi": "dcgmi.py"}
+SHIMS = {"nvidia-smi": "nvidia_smi.py", "dcgmi": "dcgmi.py", "dcgm-exporter": "dcgm_exporter.py"}
+# Metrics exporters every healthy GPU node runs: (program, arguments); {address} is the node's.
+NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
 NODE_PATH = "/sim/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 UP_TIMEOUT_S = 30.0
 HEALTHCHECK_INTERVAL_S = 5
@@ -676,6 +678,10 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
         _record(directory, state, f"slurmd:{name}", slurmd.pid)
 
     for node in node_list:
+        if node["name"] in sshd_procs:
+            _start_exporters(directory, state, node, sshd_procs[node["name"]].pid)
+
+    for node in node_list:
         s = node["state"]["slurm"]
         if not node["state"]["unreachable"] and s["state"].startswith("drain"):
             subprocess.run(
@@ -691,6 +697,30 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
             )
     _wait_ready(directory, state, node_list)
     return status(directory)
+
+
+def _start_exporters(directory: Path, state: dict[str, Any], node: dict[str, Any], ns_pid: int) -> None:
+    """dcgm-exporter (the shim) and, when installed, the real Prometheus node exporter, inside the node's
+    namespaces and listening on its own address; a profile fault ``exporters_missing`` leaves some out."""
+    missing = set(node["settings"].get("faults", {}).get("exporters_missing") or [])
+    root = _paths(directory)["nodes"] / node["name"] / "root"
+    commands = []
+    if "dcgm-exporter" not in missing and node["state"]["gpus"] and node["state"]["nvidia_smi"] != "missing":
+        commands.append(("dcgm-exporter", [str(root / "bin" / "dcgm-exporter"), "-a", f"{node['address']}:9400"]))
+    if "node-exporter" not in missing and Path(NODE_EXPORTER).exists():
+        commands.append(("node-exporter", [NODE_EXPORTER, f"--web.listen-address={node['address']}:9100",
+                                           "--collector.disable-defaults", "--collector.loadavg"]))
+    for label, argv in commands:
+        log = _paths(directory)["nodes"] / node["name"] / f"{label}.log"
+        proc = subprocess.Popen(
+            ["nsenter", "-t", str(ns_pid), "--uts", "--mount", *argv],
+            env={"PATH": NODE_PATH, "SIMNODE_ROOT": "/sim"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=open(log, "ab"),  # noqa: SIM115
+            start_new_session=True,
+        )
+        _record(directory, state, f"{label}:{node['name']}", proc.pid)
 
 
 def _wait_ready(directory: Path, state: dict[str, Any], node_list: list[dict[str, Any]]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ KNOWN_FAULTS = {
     "cuda_version",
     "gpu_temperature_c",
     "xid",
+    "exporters_missing",
 }
 
 
@@ -196,6 +198,23 @@ def _per_gpu(value: Any, index: int, default: Any) -> Any:
     return default if value is None else value
 
 
+def _host_cpus() -> int:
+    """The CPUs this machine really has: every simulated node runs on them."""
+    return os.cpu_count() or 1
+
+
+def _host_memory_mb() -> int:
+    """RealMemory a careful admin declares for this machine: MemTotal less 5% for the OS."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(int(line.split()[1]) / 1024 * 0.95)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 1024
+
+
 def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
     """The complete state of one simulated node, as the shims read it from ``node.json``.
 
@@ -290,8 +309,9 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
         "nics": settings.get("nics") or [],
         "xid": [_xid_line(entry, gpus, k) for k, entry in enumerate(xid)],
         "slurm": {
-            "cpus": int(slurm.get("cpus", 8)),
-            "real_memory_mb": int(slurm.get("real_memory_mb", 16000)),
+            "cpus": _host_cpus() if str(slurm.get("cpus", "host")) == "host" else int(slurm["cpus"]),
+            "real_memory_mb": (_host_memory_mb() if str(slurm.get("real_memory_mb", "host")) == "host"
+                               else int(slurm["real_memory_mb"])),
             "partition": str(slurm.get("partition", "gpu")),
             "gres_type": str(slurm.get("gres_type") or gres_type(model)),
             "gres_count": int(slurm.get("gres_count", physical_count)),
