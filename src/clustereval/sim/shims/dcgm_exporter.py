@@ -45,7 +45,7 @@ def metrics():
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - http.server's naming
+    def do_GET(self):
         if self.path.split("?")[0] != "/metrics":
             self.send_error(404)
             return
