@@ -89,8 +89,7 @@ def test_audit_versions_profile_findings(tmp_path):
 # (a_id 5850) and the CUDA toolkit the nodes find (12.4 of the software area, or this machine's own
 # 13.0 in /usr/local/bin) < 13.1 (a_id 5755). Each is asserted to fail for exactly that reason, so the
 # exception cannot hide anything else.
-REFERENCE_VULNERABLE = {"audit.versions.dcgm": "3.3.6", "audit.versions.container_toolkit": "1.17",
-                        "audit.versions.cuda_toolkit": "below 13.1"}
+REFERENCE_VULNERABLE: dict[str, str] = {}
 
 
 def test_reference_has_no_other_failure(tmp_path):
@@ -100,9 +99,9 @@ def test_reference_has_no_other_failure(tmp_path):
             assert check_id in REFERENCE_VULNERABLE, (check_id, subject, result["summary"])
             assert REFERENCE_VULNERABLE[check_id] in result["summary"], result["summary"]
         assert result["status"] != "error", (check_id, subject, result["summary"])
-    # R550 is in no current bulletin: unknown, never a pass and never a fail.
+    # The reference runs R580 at its security minimum.
     driver = keyed[("audit.versions.nvidia_driver", "node1")]
-    assert driver["status"] == "warn" and "R550" in driver["summary"]
+    assert driver["status"] == "pass" and "580.159.03" in driver["summary"]
     assert keyed[("audit.versions.nic_firmware", "node1")]["status"] == "pass"
     assert keyed[("audit.versions.kernel_advisories", "node1")]["status"] == "skip"
     # The packaged table is months old by the machine's clock: said loudly, for every cluster alike.

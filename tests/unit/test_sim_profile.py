@@ -15,7 +15,7 @@ def test_packaged_profiles_exist_and_load():
 
 def test_reference_node_is_a_healthy_hgx_h100_node():
     state = sp.render_node(sp.load_profile("reference"), "node1")
-    assert state["driver_version"] == "550.90.07" and state["cuda_version"] == "12.4"
+    assert state["driver_version"] == "580.159.03" and state["cuda_version"] == "13.0"
     assert len(state["gpus"]) == 8 and state["slurm"]["gres_count"] == 8
     assert {g["name"] for g in state["gpus"]} == {"NVIDIA H100 80GB HBM3"}
     assert all(g["temperature_c"] < 40 and g["utilization_pct"] == 0 for g in state["gpus"])

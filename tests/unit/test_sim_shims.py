@@ -24,6 +24,11 @@ SHIMS = Path(__file__).resolve().parents[2] / "src" / "clustereval" / "sim" / "s
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 
 
+# The capture h100-hbm3-x8-drv550.txt and the v12 XML corpus come from R535/R550 drivers: to compare
+# layouts line for line, render the reference node on that driver.
+CAPTURE_DRIVER = {"driver_version": "550.90.07", "cuda_version": "12.4"}
+
+
 def node_root(tmp_path: Path, profile: str = "reference", node: str = "node1", **changes) -> Path:
     state = render_node(load_profile(profile), node)
     state.update(changes)
@@ -61,7 +66,7 @@ def test_shims_do_not_import_clustereval():
 
 def test_default_table_matches_the_driver_550_layout_line_for_line(tmp_path):
     real = read_corpus("nvidia-smi", "h100-hbm3-x8-drv550.txt").splitlines()
-    ours = text(shim(node_root(tmp_path), "nvidia-smi")).splitlines()
+    ours = text(shim(node_root(tmp_path, **CAPTURE_DRIVER), "nvidia-smi")).splitlines()
     assert re.fullmatch(r"\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}", ours[0])
     assert re.fullmatch(r"\w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}", real[0])
     # the reference profile describes the very node of that capture: same GPUs, same idle readings
@@ -78,7 +83,7 @@ def test_default_table_widths_hold_for_a_long_gpu_name_and_other_driver(tmp_path
 
 def test_default_table_parses(tmp_path):
     parse = parser_or_skip("nvidia-smi")
-    result = parse(text(shim(node_root(tmp_path), "nvidia-smi")))
+    result = parse(text(shim(node_root(tmp_path, **CAPTURE_DRIVER), "nvidia-smi")))
     assert result["complete"] and len(result["gpus"]) == 8
     assert result["driver_version"] == "550.90.07"
 
@@ -116,7 +121,7 @@ def top_level_tags(document: str) -> list[str]:
 
 
 def test_xml_is_dtd_v12_with_the_element_order_of_a_real_v12_document(tmp_path):
-    ours = text(shim(node_root(tmp_path), "nvidia-smi", "-q", "-x"))
+    ours = text(shim(node_root(tmp_path, **CAPTURE_DRIVER), "nvidia-smi", "-q", "-x"))
     real = read_corpus("nvidia-smi-q-x", "a100-sxm4-80gb-x4-drv535-v12.xml")
     assert ours.splitlines()[:3] == real.splitlines()[:3][:1] + real.splitlines()[1:3]
     # Hopper reports two sections the A100 capture lacks (the H100 -q text shows them too)

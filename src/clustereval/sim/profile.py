@@ -50,6 +50,7 @@ KNOWN_FAULTS = {
     "gpu_temperature_c",
     "xid",
     "exporters_missing",
+    "container_toolkit_version",
 }
 
 
@@ -303,7 +304,9 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
         "cluster": cluster_name,
         "driver_version": driver,
         "cuda_version": cuda,
-        "dcgm_version": str(settings.get("dcgm_version", "3.3.6")),
+        "dcgm_version": str(settings.get("dcgm_version", "4.5.3")),
+        "container_toolkit_version": str(faults.get("container_toolkit_version")
+                                         or settings.get("container_toolkit_version", "1.19.1")),
         "nvidia_smi": faults.get("nvidia_smi", "ok"),
         "gpus": gpus,
         "nics": settings.get("nics") or [],

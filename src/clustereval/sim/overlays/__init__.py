@@ -21,8 +21,10 @@ of the node's directory alone.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import shlex
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import ModuleType
@@ -31,10 +33,21 @@ from typing import Any
 
 @dataclass
 class Tree:
-    """Files one node shows at absolute paths (text content, and the mode to give them)."""
+    """Files one node shows at absolute paths (text content, and the mode to give them).
+
+    ``cluster_dir`` is the simulated cluster's directory (its ``ssh/`` holds the cluster key).
+    """
 
     files: dict[str, tuple[str, int]] = field(default_factory=dict)
     dirs: set[str] = field(default_factory=set)
+    hidden: set[str] = field(default_factory=set)
+    cluster_dir: Path | None = None
+
+    def whiteout(self, path: str) -> None:
+        """Hide a file of the host machine from the node (an overlayfs whiteout)."""
+        if not path.startswith("/"):
+            raise ValueError(f"overlay paths are absolute: {path!r}")
+        self.hidden.add(path)
 
     def file(self, path: str, content: str, mode: int = 0o644) -> None:
         if not path.startswith("/"):
@@ -76,10 +89,10 @@ def _mount_point(path: str, host_root: Path = Path("/")) -> str:
 def build(settings: dict[str, Any], state: dict[str, Any], node_dir: Path) -> list[str]:
     """Render every area's files under ``node_dir/overlay`` and return the shell lines that mount them
     (run inside the node's namespace before sshd starts)."""
-    tree = Tree()
+    tree = Tree(cluster_dir=node_dir.parent.parent)
     for module in areas():
         module.render(settings, state, tree)
-    paths = sorted(set(tree.files) | tree.dirs)
+    paths = sorted(set(tree.files) | tree.dirs | tree.hidden)
     if not paths:
         return []
     points = sorted({_mount_point(p) for p in paths}, key=len)
@@ -90,6 +103,11 @@ def build(settings: dict[str, Any], state: dict[str, Any], node_dir: Path) -> li
     upper_root, work_root = node_dir / "overlay", node_dir / "overlay-work"
     for path in tree.dirs:
         (upper_root / path.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    for path in tree.hidden - set(tree.files):
+        target = upper_root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists() and not target.is_symlink():
+            os.mknod(target, stat.S_IFCHR | 0o000, os.makedev(0, 0))
     for path, (content, mode) in tree.files.items():
         target = upper_root / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)

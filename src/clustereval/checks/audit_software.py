@@ -1,0 +1,397 @@
+"""Audit checks, software stack & containers: NCCL, MPI/PMIx, HPC SDK, modules, batch PATH, Pyxis,
+Enroot, NCCL topology in containers, Docker, Apptainer.
+
+The probes (``checks/probes/software.yml``) print ``key=value`` lines built from: ``ldconfig -p`` and
+``libnccl.so.X.Y.Z`` file names (NCCL 2.x), ``nccl.h`` defines, Slurm 20–25 ``srun --mpi=list`` and
+``srun --help``, NVIDIA HPC SDK directory layout (``Linux_x86_64/<yy.m>/compilers/bin``) and
+``nvc --version`` ("nvc 24.5-0 64-bit target…"), Lmod 8 (``module --version``: "Modules based on Lua:
+Version 8.7.x", ``module -t avail``) and Environment Modules 4/5 ("Modules Release 5.x"), Enroot 3
+(``enroot version``: "3.5.0"), Docker 20–28 (``docker version --format``), Apptainer 1.x
+("apptainer version 1.3.4"), SingularityCE/Singularity 3–4 ("singularity-ce version 4.1.2").
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from clustereval import baselines
+from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
+from clustereval.checks.audit_access import fields, first
+
+LIBS_PROBE = "software_libs"
+CONTAINERS_PROBE = "software_containers"
+BATCH_PROBE = "software_batch_env"
+BASELINE_AREA = "software_stack"
+NO_GPU = "no NVIDIA GPU on this node"
+NOT_SLURM_SIGNS = ("Could not establish a configuration source", "Unable to contact slurm controller")
+GPU_STACK_MODULES = ("cuda", "nccl", "hpcx", "hpc-x", "nvhpc", "openmpi", "cudnn", "nvidia-hpc-sdk")
+
+
+def _data(ctx: Context, probe: str) -> dict[str, list[str]]:
+    return fields(ctx.probe(probe).get("stdout", ""))
+
+
+def gpu_present(libs: dict[str, list[str]]) -> bool:
+    """An NVIDIA GPU is here when the driver is loaded or the PCI bus lists an NVIDIA display device."""
+    count = first(libs, "nvidia_pci_gpus", "0")
+    return first(libs, "nvidia_driver") == "loaded" or (count.isdigit() and int(count) > 0)
+
+
+def _require_gpu(ctx: Context) -> dict[str, list[str]]:
+    libs = _data(ctx, LIBS_PROBE)
+    if "nvidia_pci_gpus" not in libs:
+        raise HarnessError("the software probe ended before it counted GPUs")
+    if not gpu_present(libs):
+        raise Skip(NO_GPU)
+    return libs
+
+
+def nccl_version(path: str) -> str | None:
+    """NCCL version from a resolved library name (``libnccl.so.2.21.5`` -> ``2.21.5``), else None."""
+    match = re.search(r"libnccl\.so\.(\d+\.\d+\.\d+)", PurePosixPath(path).name)
+    return match.group(1) if match else None
+
+
+def container_runtimes(containers: dict[str, list[str]]) -> list[str]:
+    found = [name for name in ("enroot", "apptainer", "singularity", "docker") if f"{name}_rc" in containers]
+    return found
+
+
+def _containers_or_empty(ctx: Context) -> dict[str, list[str]]:
+    try:
+        return _data(ctx, CONTAINERS_PROBE)
+    except (Skip, HarnessError, ProbeFailed):
+        return {}
+
+
+@check("audit.software.nccl")
+def nccl(ctx: Context) -> Verdict:
+    libs = _require_gpu(ctx)
+    paths = libs.get("nccl_lib") or []
+    versions = sorted({v for v in (nccl_version(p) for p in paths) if v}, key=baselines.version_key)
+    header = ".".join(first(libs, f"nccl_h_{part}") for part in ("MAJOR", "MINOR", "PATCH"))
+    evidence = {"libraries": paths, "versions": versions, "header_version": header if header != ".." else None}
+    if not paths:
+        runtimes = container_runtimes(_containers_or_empty(ctx))
+        evidence["container_runtimes"] = runtimes
+        if runtimes:
+            return Verdict("warn", f"no NCCL library on the host; only containers ({', '.join(runtimes)}) can "
+                           "bring one, bare-metal jobs cannot use NCCL", None, evidence=evidence)
+        return Verdict("fail", "no NCCL library on this GPU node and no container runtime to bring one",
+                       None, evidence=evidence)
+    if not versions and header != "..":
+        versions = [header]
+    if not versions:
+        return Verdict("warn", f"NCCL found ({', '.join(paths)}) but its version is unreadable", "unknown",
+                       evidence=evidence)
+    lim = ctx.limit(BASELINE_AREA, "audit.software.nccl")
+    newest = versions[-1]
+    status = baselines.grade(newest, lim)
+    if len(versions) > 1:
+        return Verdict("warn", f"several NCCL versions installed ({', '.join(versions)}): which one a job loads "
+                       "depends on its library path", newest, expected=lim.expected(), evidence=evidence)
+    summary = {"pass": f"NCCL {newest}", "warn": f"NCCL {newest} is older than {lim.warn}",
+               "fail": f"NCCL {newest} is older than {lim.fail}"}[status]
+    return Verdict(status, summary, newest, expected=lim.expected(), evidence=evidence)
+
+
+def mpi_plugins(lines: list[str]) -> list[str] | None:
+    """Plugin names from ``srun --mpi=list`` lines (Slurm 20–25 layouts), or None when unrecognisable.
+
+    Older Slurm prints ``srun: MPI types are...`` then ``srun: pmix``; newer prints ``MPI plugin types
+    are...`` then tab-indented names and ``specific pmix plugin versions available: pmix_v4``.
+    """
+    text = "\n".join(lines)
+    if "MPI" not in text or "types are" not in text:
+        return None
+    names: list[str] = []
+    for line in lines:
+        line = line.removeprefix("srun:").strip()
+        if not line or "types are" in line:
+            continue
+        if line.startswith("specific pmix plugin versions available:"):
+            names += [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
+            continue
+        if re.fullmatch(r"[a-z0-9_]+", line):
+            names.append(line)
+    return names
+
+
+@check("audit.software.mpi_pmix")
+def mpi_pmix(ctx: Context) -> Verdict:
+    libs = _data(ctx, LIBS_PROBE)
+    lines = libs.get("mpi_list")
+    if lines is None:
+        raise Skip("srun is not installed on this node")
+    text = " ".join(lines)
+    if any(sign in text for sign in NOT_SLURM_SIGNS):
+        raise Skip(f"the Slurm client on {ctx.subject} has no configuration: not a Slurm node ({text[:160]})")
+    plugins = mpi_plugins(lines)
+    if plugins is None:
+        raise HarnessError(f"could not read `srun --mpi=list`: {text[:200]!r}")
+    evidence: dict = {"mpi_plugins": plugins}
+    try:
+        batch = _data(ctx, BATCH_PROBE)
+        evidence.update(mpirun=first(batch, "login_mpirun") or None, hpcx_dir=first(batch, "login_hpcx") or None)
+    except (Skip, HarnessError, ProbeFailed) as exc:
+        evidence["login_env"] = str(exc)
+    launcher = (f"; mpirun {evidence['mpirun']}" if evidence.get("mpirun") else "; no mpirun on the login PATH")
+    if any(name.startswith("pmix") for name in plugins):
+        return Verdict("pass", f"srun supports PMIx ({', '.join(p for p in plugins if p.startswith('pmix'))})"
+                       f"{launcher}", "pmix", evidence=evidence)
+    if "pmi2" in plugins:
+        return Verdict("warn", f"srun offers PMI-2 but not PMIx{launcher}: Open MPI 5 and HPC-X need PMIx "
+                       "for direct launch", "pmi2", evidence=evidence)
+    return Verdict("fail", f"srun can launch no MPI (plugins: {', '.join(plugins) or 'none'}){launcher}", "none",
+                   evidence=evidence)
+
+
+@check("audit.software.hpc_sdk")
+def hpc_sdk(ctx: Context) -> Verdict:
+    libs = _data(ctx, LIBS_PROBE)
+    releases = libs.get("nvhpc_release") or []
+    compilers = set(libs.get("nvhpc_compiler") or [])
+    nvc = libs.get("nvhpc_nvc") or []
+    evidence = {"releases": releases, "compilers": sorted(compilers), "nvc_versions": nvc}
+    if not releases:
+        return Verdict("warn", "NVIDIA HPC SDK not installed (no /opt/nvidia/hpc_sdk/Linux_*/<release>)", None,
+                       evidence=evidence)
+    newest = max(releases, key=lambda r: baselines.version_key(PurePosixPath(r).name))
+    version = PurePosixPath(newest).name
+    missing = [c for c in ("nvc", "nvc++", "nvfortran") if f"{newest}/compilers/bin/{c}" not in compilers]
+    if missing:
+        return Verdict("fail", f"HPC SDK {version} is incomplete: {', '.join(missing)} missing in {newest}",
+                       version, evidence=evidence)
+    if not nvc:
+        return Verdict("fail", f"HPC SDK {version}: `nvc --version` printed no version (the compiler does not run)",
+                       version, evidence=evidence)
+    if not re.fullmatch(r"\d+\.\d+", version):
+        return Verdict("warn", f"HPC SDK release directory {newest} does not name a version", "unknown",
+                       evidence=evidence)
+    lim = ctx.limit(BASELINE_AREA, "audit.software.hpc_sdk")
+    status = baselines.grade(version, lim)
+    summary = {"pass": f"HPC SDK {version} (nvc {nvc[-1]})", "warn": f"HPC SDK {version} is older than {lim.warn}",
+               "fail": f"HPC SDK {version} is older than {lim.fail}"}[status]
+    return Verdict(status, summary, version, expected=lim.expected(), evidence=evidence)
+
+
+def module_names(lines: list[str]) -> list[str]:
+    """Module names from ``module -t avail`` (terse: ``/dir:`` headers, then ``name/version`` lines)."""
+    names = []
+    for line in lines:
+        line = line.strip()
+        if not line or line.endswith(":") or line.startswith(("Lmod", "Use \"module", "If the avail")):
+            continue
+        names.append(line.removesuffix("(default)").strip())
+    return names
+
+
+@check("audit.software.lmod")
+def lmod(ctx: Context) -> Verdict:
+    env = _data(ctx, BATCH_PROBE)
+    if "login_path" not in env:
+        raise HarnessError("the login-shell probe printed no PATH (the login shell did not run the script)")
+    if first(env, "module_cmd") != "yes":
+        return Verdict("warn", "no `module` command in a login shell (no Lmod or Environment Modules)", 0)
+    version = first(env, "module_version")
+    avail = env.get("module_avail") or []
+    rc = first(env, "module_rc")
+    evidence = {"module_version": version or None, "module_rc": rc or None, "avail": avail[:200]}
+    if not rc.isdigit():
+        raise HarnessError("the login-shell probe did not report `module -t avail`'s exit status")
+    text = " ".join(avail)
+    if rc != "0" or "Lmod has detected the following error" in text or text.startswith("ERROR"):
+        return Verdict("fail", f"`module -t avail` fails in a login shell: {text[:200] or 'status ' + rc}",
+                       0, evidence=evidence)
+    names = module_names(avail)
+    gpu = [n for n in names if n.lower().split("/")[0].startswith(GPU_STACK_MODULES)]
+    evidence.update(modules=names[:200], gpu_stack_modules=gpu)
+    kind = "Lmod" if "Lua" in version else ("Environment Modules" if "Modules Release" in version else "modules")
+    if not gpu:
+        return Verdict("warn", f"{kind} works but offers no CUDA, NCCL, HPC-X or HPC SDK module "
+                       f"({len(names)} modules)", len(names), evidence=evidence)
+    return Verdict("pass", f"{kind}: {', '.join(gpu[:6])}{' …' if len(gpu) > 6 else ''}", len(names),
+                   evidence=evidence)
+
+
+@check("audit.software.batch_path")
+def batch_path(ctx: Context) -> Verdict:
+    _require_gpu(ctx)
+    env = _data(ctx, BATCH_PROBE)
+    if "login_path" not in env:
+        raise HarnessError("the login-shell probe printed no PATH (the login shell did not run the script)")
+    if "batch_rc" not in env:
+        raise Skip("srun is not installed on this node: no batch environment to compare")
+    rc, errors = first(env, "batch_rc"), env.get("batch_err") or []
+    text = " ".join(errors)
+    evidence = {"login_nvcc": first(env, "login_nvcc") or None, "batch_nvcc": first(env, "batch_nvcc") or None,
+                "login_mpirun": first(env, "login_mpirun") or None,
+                "batch_mpirun": first(env, "batch_mpirun") or None,
+                "nvcc_release": first(env, "login_nvcc_release") or None, "batch_rc": rc, "batch_err": errors[-5:]}
+    if rc == "124":
+        raise HarnessError("the batch step did not finish within 30 s")
+    if rc != "0" or "batch_path" not in env:
+        if any(sign in text for sign in NOT_SLURM_SIGNS):
+            raise Skip(f"the Slurm client on {ctx.subject} has no configuration: not a Slurm node")
+        raise Skip(f"a batch step could not start on this node (status {rc}): {text[:200] or 'no output'}")
+    lost = [tool for tool in ("nvcc", "mpirun") if first(env, f"login_{tool}") and not first(env, f"batch_{tool}")]
+    if lost:
+        return Verdict("fail", f"{' and '.join(lost)} found in a login shell but not in a batch step "
+                       f"(batch PATH {first(env, 'batch_path')[:160]})", "missing_in_batch", evidence=evidence)
+    if not first(env, "login_nvcc"):
+        return Verdict("warn", "no nvcc in a login shell or a batch step: no CUDA toolkit on the host "
+                       "(only containers can build CUDA code)", "absent", evidence=evidence)
+    moved = [tool for tool in ("nvcc", "mpirun")
+             if first(env, f"batch_{tool}") and first(env, f"batch_{tool}") != first(env, f"login_{tool}")]
+    if moved:
+        return Verdict("warn", "a batch step finds another " + ", ".join(
+            f"{tool} ({first(env, f'batch_{tool}')} instead of {first(env, f'login_{tool}')})" for tool in moved),
+            "differs", evidence=evidence)
+    release = first(env, "login_nvcc_release")
+    return Verdict("pass", f"nvcc {release or '(release unread)'} at {first(env, 'login_nvcc')} in both a login "
+                   "shell and a batch step", "same", evidence=evidence)
+
+
+def _slurm_containers(ctx: Context) -> dict[str, list[str]]:
+    data = _data(ctx, CONTAINERS_PROBE)
+    if "userns_max" not in data:
+        raise HarnessError("the container probe ended early (no user-namespace line)")
+    return data
+
+
+@check("audit.software.pyxis")
+def pyxis(ctx: Context) -> Verdict:
+    data = _slurm_containers(ctx)
+    if first(data, "srun") != "yes":
+        raise Skip("srun is not installed on this node")
+    flag, plugstack = first(data, "pyxis_flag"), data.get("plugstack") or []
+    evidence = {"srun_help": flag or None, "plugstack": plugstack}
+    if flag:
+        return Verdict("pass", "srun offers --container-image (Pyxis loaded); no container was started", "loaded",
+                       evidence=evidence)
+    if plugstack:
+        return Verdict("fail", f"plugstack.conf names Pyxis ({plugstack[0][:120]}) but srun does not load it",
+                       "broken", evidence=evidence)
+    return Verdict("warn", "Pyxis is not installed: `srun --container-image` is unavailable", "absent",
+                   evidence=evidence)
+
+
+def enroot_version(lines: list[str]) -> str | None:
+    for line in lines:
+        match = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?)", line.strip())
+        if match:
+            return match.group(1)
+    return None
+
+
+@check("audit.software.enroot")
+def enroot(ctx: Context) -> Verdict:
+    data = _slurm_containers(ctx)
+    rc, lines = first(data, "enroot_rc"), data.get("enroot_version") or []
+    userns = {key: first(data, key) or None for key in ("userns_max", "userns_clone", "apparmor_userns")}
+    evidence = {"enroot_rc": rc or None, "enroot_version": lines, "config": data.get("enroot_conf") or [],
+                "mounts": data.get("enroot_mount") or [], **userns,
+                "not_tried": "enroot import (pulls from a registry)"}
+    if not rc:
+        return Verdict("warn", "enroot is not installed (Pyxis containers cannot run)", None, evidence=evidence)
+    if rc != "0":
+        return Verdict("fail", f"`enroot version` fails (status {rc}): {' '.join(lines)[:160]}", None,
+                       evidence=evidence)
+    version = enroot_version(lines)
+    if userns["userns_max"] == "0" or userns["userns_clone"] == "0":
+        return Verdict("fail", f"enroot {version or '?'} is installed but unprivileged user namespaces are disabled "
+                       f"(user.max_user_namespaces={userns['userns_max']}, "
+                       f"kernel.unprivileged_userns_clone={userns['userns_clone']})", version, evidence=evidence)
+    if version is None:
+        return Verdict("warn", f"enroot runs but its version is unreadable: {' '.join(lines)[:120]!r}", "unknown",
+                       evidence=evidence)
+    if not userns["userns_max"]:
+        return Verdict("warn", f"enroot {version}: could not read user.max_user_namespaces", version,
+                       evidence=evidence)
+    if userns["apparmor_userns"] == "1":
+        return Verdict("warn", f"enroot {version}, but AppArmor restricts unprivileged user namespaces "
+                       "(kernel.apparmor_restrict_unprivileged_userns=1): enroot needs an AppArmor profile", version,
+                       evidence=evidence)
+    return Verdict("pass", f"enroot {version}, user namespaces allowed (import not tried: it needs a registry)",
+                   version, evidence=evidence)
+
+
+@check("audit.software.nccl_topo_container")
+def nccl_topo_container(ctx: Context) -> Verdict:
+    _require_gpu(ctx)
+    data = _slurm_containers(ctx)
+    named = data.get("nccl_topo_conf") or []
+    xml = data.get("nccl_topo_xml") or []
+    readable = set(data.get("nccl_topo_readable") or [])
+    mounts = data.get("enroot_mount") or []
+    evidence = {"nccl_conf_topo_file": named, "etc_nccl_xml": xml, "enroot_mounts": mounts,
+                "not_tried": "reading the file inside a running container"}
+    absent = [path for path in named if path not in readable]
+    if absent:
+        return Verdict("fail", f"/etc/nccl.conf sets NCCL_TOPO_FILE={absent[0]}, which does not exist", "missing",
+                       evidence=evidence)
+    files = list(dict.fromkeys(named + xml))
+    if not files:
+        raise Skip("no NCCL topology file on this node (bare-metal nodes need none: NCCL reads the PCI "
+                   "topology from sysfs)")
+    if not first(data, "enroot_rc"):
+        raise Skip("no enroot on this node: how containers see the topology file is not assessed")
+    sources = {line.split()[0] for line in mounts if line.split()}
+
+    def carried(path: str) -> bool:
+        return any(path == src or path.startswith(src.rstrip("/") + "/") for src in sources)
+
+    missing = [path for path in files if not carried(path)]
+    if missing:
+        return Verdict("warn", f"{', '.join(missing)} is not in enroot's mounts.d: containers do not see the NCCL "
+                       "topology file", "not_mounted", evidence=evidence)
+    return Verdict("pass", f"{', '.join(files)} mounted into enroot containers (per mounts.d; not tried in a "
+                   "running container)", "mounted", evidence=evidence)
+
+
+@check("audit.software.docker")
+def docker(ctx: Context) -> Verdict:
+    data = _slurm_containers(ctx)
+    rc, lines = first(data, "docker_rc"), data.get("docker_version") or []
+    runtimes = first(data, "docker_runtimes").split()
+    cdi = data.get("cdi_spec") or []
+    evidence = {"docker_rc": rc or None, "docker_version": lines, "runtimes": runtimes, "cdi_specs": cdi}
+    if not rc:
+        others = [n for n in ("enroot", "apptainer", "singularity") if f"{n}_rc" in data]
+        return Verdict("warn", "docker is not installed on this worker" +
+                       (f" (containers run with {', '.join(others)})" if others else ""), None, evidence=evidence)
+    if rc == "124":
+        raise HarnessError("`docker version` did not answer within 10 s")
+    if not lines or "|" not in lines[0]:
+        raise HarnessError(f"could not read `docker version` output: {' '.join(lines)[:160]!r}")
+    client, _, server = lines[0].partition("|")
+    evidence.update(client=client, server=server or None)
+    if not server:
+        why = " ".join(lines[1:])[:200] or f"status {rc}"
+        return Verdict("warn", f"docker CLI {client} is installed but its daemon is not reachable: {why}", client,
+                       evidence=evidence)
+    libs = _data(ctx, LIBS_PROBE)
+    if gpu_present(libs) and "nvidia" not in runtimes and not any("nvidia" in spec for spec in cdi):
+        return Verdict("fail", f"docker {server} runs but has no NVIDIA runtime and no CDI spec: containers see "
+                       "no GPU", server, evidence=evidence)
+    return Verdict("pass", f"docker {server} (runtimes: {', '.join(runtimes) or 'none listed'})", server,
+                   evidence=evidence)
+
+
+@check("audit.software.apptainer")
+def apptainer(ctx: Context) -> Verdict:
+    data = _slurm_containers(ctx)
+    found = [name for name in ("apptainer", "singularity") if f"{name}_rc" in data]
+    evidence = {name: {"rc": first(data, f"{name}_rc"), "version": first(data, f"{name}_version")} for name in found}
+    if not found:
+        return Verdict("warn", "neither apptainer nor singularity is installed", None, evidence=evidence)
+    name = found[0]
+    rc, line = first(data, f"{name}_rc"), first(data, f"{name}_version")
+    if rc != "0":
+        return Verdict("fail", f"`{name} --version` fails (status {rc}): {line[:160]}", None, evidence=evidence)
+    match = re.search(r"^(apptainer|singularity(?:-ce|-pro)?) version (\d+\.\d+\.\d+\S*)", line)
+    if not match:
+        return Verdict("warn", f"{name} runs but its version is unreadable: {line[:120]!r}", "unknown",
+                       evidence=evidence)
+    return Verdict("pass", f"{match.group(1)} {match.group(2)}", match.group(2), evidence=evidence)

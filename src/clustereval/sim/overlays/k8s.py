@@ -1,0 +1,370 @@
+"""A Kubernetes API for the simulated cluster, answered by the ``kubectl`` and ``helm`` shims.
+
+Off unless the profile says ``k8s: {enabled: true}`` (``k8s-reference`` does); the packaged ``reference``
+is a Slurm cluster, and a node without the API answers like a kubectl with no kubeconfig. When on, every
+node shows:
+
+* ``/etc/clustereval-sim-k8s/node.json``: its own Node object as the API lists it (GPU Feature Discovery
+  and NFD labels, ``nvidia.com/gpu`` and ``rdma/rdma_shared_device_a`` capacity from its GPUs and NICs),
+  plus the workloads whose pod fails on it; the kubectl shim on the API host lists every node's file;
+* ``/etc/clustereval-sim-k8s/api.json``: the rest of the API as the kubeconfig on this node sees it
+  (served resources, Deployments/DaemonSets, storage, services, operators' custom resources, RBAC);
+  the API host's file is the one the audit reads;
+* ``/var/lib/kubelet/cpu_manager_state``: the kubelet's CPU manager checkpoint.
+
+Healthy defaults (a well-run HGX H100 cluster): GPU Operator with ClusterPolicy ready, device plugin and
+dcgm-exporter (Kubernetes mapping, pod-resources mounted), Network Operator with a ready NicClusterPolicy
+running the RDMA shared device plugin for the node's NICs and an IPoIB NetworkAttachmentDefinition for
+that resource, Kueue (waitForPodsReady, a Topology used by a ResourceFlavor), Volcano with binpack, MPI
+Operator, ingress-nginx as the default IngressClass behind a MetalLB address, a default StorageClass and
+an NFS CSI class with a bound ReadWriteMany PVC, static CPU manager, full RBAC for the tenant.
+
+Faults (per node; the API-wide ones take effect on the node where kubectl runs, the audit's
+``clustereval_k8s_api_host``, as a kubeconfig does): ``k8s_no_default_storage_class`` (bool),
+``k8s_rbac_denied`` (list of ``"verb resource"`` the tenant may not do, e.g. ``create pods``; applies to
+``auth can-i`` and to ``get``), ``k8s_nad_resource`` (a NetworkAttachmentDefinition ``sriov-ib`` asks
+for this resource), ``k8s_components_down`` (workloads with no ready pod, by name: ``volcano-scheduler``);
+on the node itself: ``k8s_gpus_unadvertised`` (bool: its device plugin pod fails, the node advertises 0
+GPUs), ``k8s_cpu_manager_policy`` (``none`` | ``static``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+SHIMS = {"kubectl": "kubectl.py", "helm": "helm.py"}
+FAULTS = {"k8s_no_default_storage_class", "k8s_rbac_denied", "k8s_nad_resource", "k8s_components_down",
+          "k8s_gpus_unadvertised", "k8s_cpu_manager_policy"}
+API_DIR = "/etc/clustereval-sim-k8s"
+CREATED = "2026-05-04T08:12:31Z"
+DEVICE_PLUGIN = "nvidia-device-plugin-daemonset"
+RDMA_RESOURCE = "rdma_shared_device_a"
+
+# name, shortnames, group, version, namespaced, kind: what a v1.31 API server with these operators serves
+CORE_RESOURCES = [
+    ("configmaps", "cm", "", "v1", True, "ConfigMap"),
+    ("namespaces", "ns", "", "v1", False, "Namespace"),
+    ("nodes", "no", "", "v1", False, "Node"),
+    ("persistentvolumeclaims", "pvc", "", "v1", True, "PersistentVolumeClaim"),
+    ("persistentvolumes", "pv", "", "v1", False, "PersistentVolume"),
+    ("pods", "po", "", "v1", True, "Pod"),
+    ("secrets", "", "", "v1", True, "Secret"),
+    ("serviceaccounts", "sa", "", "v1", True, "ServiceAccount"),
+    ("services", "svc", "", "v1", True, "Service"),
+    ("daemonsets", "ds", "apps", "v1", True, "DaemonSet"),
+    ("deployments", "deploy", "apps", "v1", True, "Deployment"),
+    ("replicasets", "rs", "apps", "v1", True, "ReplicaSet"),
+    ("statefulsets", "sts", "apps", "v1", True, "StatefulSet"),
+    ("cronjobs", "cj", "batch", "v1", True, "CronJob"),
+    ("jobs", "", "batch", "v1", True, "Job"),
+    ("ingressclasses", "", "networking.k8s.io", "v1", False, "IngressClass"),
+    ("ingresses", "ing", "networking.k8s.io", "v1", True, "Ingress"),
+    ("networkpolicies", "netpol", "networking.k8s.io", "v1", True, "NetworkPolicy"),
+    ("clusterrolebindings", "", "rbac.authorization.k8s.io", "v1", False, "ClusterRoleBinding"),
+    ("clusterroles", "", "rbac.authorization.k8s.io", "v1", False, "ClusterRole"),
+    ("rolebindings", "", "rbac.authorization.k8s.io", "v1", True, "RoleBinding"),
+    ("roles", "", "rbac.authorization.k8s.io", "v1", True, "Role"),
+    ("csidrivers", "", "storage.k8s.io", "v1", False, "CSIDriver"),
+    ("csinodes", "", "storage.k8s.io", "v1", False, "CSINode"),
+    ("storageclasses", "sc", "storage.k8s.io", "v1", False, "StorageClass"),
+    ("volumeattachments", "", "storage.k8s.io", "v1", False, "VolumeAttachment"),
+]
+CRD_RESOURCES = [
+    ("network-attachment-definitions", "net-attach-def", "k8s.cni.cncf.io", "v1", True,
+     "NetworkAttachmentDefinition"),
+    ("mpijobs", "", "kubeflow.org", "v2beta1", True, "MPIJob"),
+    ("clusterqueues", "cq", "kueue.x-k8s.io", "v1beta1", False, "ClusterQueue"),
+    ("localqueues", "queue,queues,lq", "kueue.x-k8s.io", "v1beta1", True, "LocalQueue"),
+    ("resourceflavors", "flavor,flavors,rf", "kueue.x-k8s.io", "v1beta1", False, "ResourceFlavor"),
+    ("topologies", "", "kueue.x-k8s.io", "v1alpha1", False, "Topology"),
+    ("workloads", "wl", "kueue.x-k8s.io", "v1beta1", True, "Workload"),
+    ("nicclusterpolicies", "", "mellanox.com", "v1alpha1", False, "NicClusterPolicy"),
+    ("ipaddresspools", "", "metallb.io", "v1beta1", True, "IPAddressPool"),
+    ("l2advertisements", "", "metallb.io", "v1beta1", True, "L2Advertisement"),
+    ("clusterpolicies", "", "nvidia.com", "v1", False, "ClusterPolicy"),
+    ("podgroups", "pg,podgroup-v1beta1", "scheduling.volcano.sh", "v1beta1", True, "PodGroup"),
+    ("queues", "q,queue-v1beta1", "scheduling.volcano.sh", "v1beta1", False, "Queue"),
+    ("hypernodes", "hn", "topology.volcano.sh", "v1alpha1", False, "HyperNode"),
+]
+
+
+def _fault(settings: dict[str, Any], key: str, default: Any) -> Any:
+    return (settings.get("faults") or {}).get(key, default)
+
+
+def _meta(name: str, namespace: str | None = None, labels: dict[str, str] | None = None,
+          annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"creationTimestamp": CREATED, "name": name, "resourceVersion": "48211",
+                            "uid": _uid(namespace or "", name)}
+    if namespace:
+        meta["namespace"] = namespace
+    if labels:
+        meta["labels"] = labels
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
+
+
+def _uid(*parts: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256("/".join(parts).encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+# ----------------------------------------------------------------------------------------- this node
+
+def gfd_labels(state: dict[str, Any]) -> dict[str, str]:
+    """GPU Feature Discovery and NFD labels for the node's GPUs (as the GPU Operator sets them)."""
+    gpus = state.get("gpus") or []
+    if not gpus:
+        return {}
+    gpu = gpus[0]
+    major, _, minor = str(gpu.get("compute_cap", "9.0")).partition(".")
+    drv = [*str(state.get("driver_version", "550.90.07")).split("."), "", "", ""]
+    cuda = [*str(state.get("cuda_version", "12.4")).split("."), ""]
+    return {
+        "feature.node.kubernetes.io/pci-10de.present": "true",
+        "nvidia.com/cuda.driver-version.full": str(state.get("driver_version")),
+        "nvidia.com/cuda.driver-version.major": drv[0], "nvidia.com/cuda.driver-version.minor": drv[1],
+        "nvidia.com/cuda.driver-version.revision": drv[2],
+        "nvidia.com/cuda.runtime-version.full": str(state.get("cuda_version")),
+        "nvidia.com/cuda.runtime-version.major": cuda[0], "nvidia.com/cuda.runtime-version.minor": cuda[1],
+        "nvidia.com/gfd.timestamp": "1746346351",
+        "nvidia.com/gpu.compute.major": major, "nvidia.com/gpu.compute.minor": minor or "0",
+        "nvidia.com/gpu.count": str(len(gpus)),
+        "nvidia.com/gpu.deploy.container-toolkit": "true", "nvidia.com/gpu.deploy.dcgm": "true",
+        "nvidia.com/gpu.deploy.dcgm-exporter": "true", "nvidia.com/gpu.deploy.device-plugin": "true",
+        "nvidia.com/gpu.deploy.driver": "pre-installed", "nvidia.com/gpu.deploy.gpu-feature-discovery": "true",
+        "nvidia.com/gpu.deploy.node-status-exporter": "true", "nvidia.com/gpu.deploy.operator-validator": "true",
+        "nvidia.com/gpu.family": str(gpu.get("architecture", "Hopper")).lower(),
+        "nvidia.com/gpu.machine": "SYS-821GE-TNHR",
+        "nvidia.com/gpu.memory": str(gpu.get("memory_total_mib", 81559)),
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": str(gpu.get("name", "NVIDIA H100 80GB HBM3")).replace(" ", "-"),
+        "nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.sharing-strategy": "none",
+        "nvidia.com/mig.capable": "true", "nvidia.com/mig.strategy": "single", "nvidia.com/mps.capable": "false",
+    }
+
+
+def node_object(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    """The Node as ``kubectl get nodes -o json`` shows it for this simulated node."""
+    k8s = settings.get("k8s") or {}
+    name = state["node"]
+    gpus = len(state.get("gpus") or [])
+    labels = {"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+              "network.topology.nvidia.com/block": str(k8s.get("block", "block-1")),
+              **gfd_labels(state)}
+    if state.get("nics"):
+        labels["feature.node.kubernetes.io/pci-15b3.present"] = "true"
+    capacity = {"cpu": str(k8s.get("cpus", 224)), "ephemeral-storage": "3750157048Ki", "hugepages-1Gi": "0",
+                "hugepages-2Mi": "0", "memory": "2113404580Ki", "pods": "110"}
+    if gpus:
+        capacity["nvidia.com/gpu"] = "0" if _fault(settings, "k8s_gpus_unadvertised", False) else str(gpus)
+    if state.get("nics"):
+        capacity[f"rdma/{RDMA_RESOURCE}"] = "63"
+    allocatable = dict(capacity, cpu=str(int(capacity["cpu"]) - 2), memory="2102918820Ki")
+    ready = not state.get("unreachable")
+    condition = ({"type": "Ready", "status": "True", "reason": "KubeletReady",
+                  "message": "kubelet is posting ready status"} if ready else
+                 {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                  "message": "Kubelet stopped posting node status."})
+    condition.update(lastHeartbeatTime=CREATED, lastTransitionTime=CREATED)
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": _meta(name, labels=labels, annotations={
+            "node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+            "kubeadm.alpha.kubernetes.io/cri-socket": "unix:///run/containerd/containerd.sock"}),
+        "spec": {"podCIDR": f"10.244.{int(name[4:]) if name[4:].isdigit() else 0}.0/24"},
+        "status": {"allocatable": allocatable, "capacity": capacity, "conditions": [condition],
+                   "nodeInfo": {"architecture": "amd64", "containerRuntimeVersion": "containerd://1.7.24",
+                                "kernelVersion": "6.8.0-51-generic", "kubeProxyVersion": "v1.31.4",
+                                "kubeletVersion": "v1.31.4", "operatingSystem": "linux",
+                                "osImage": "Ubuntu 24.04.1 LTS"}},
+    }
+
+
+# ----------------------------------------------------------------------------------------- the API
+
+def _workload(kind: str, name: str, namespace: str, image: str, replicas: int = 1, ready: int | None = None,
+              env: dict[str, str] | None = None, args: list[str] | None = None, host_paths: tuple[str, ...] = (),
+              node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {"image": image, "imagePullPolicy": "IfNotPresent", "name": name.split("-")[0]}
+    if env:
+        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    if args:
+        container["args"] = args
+    pod: dict[str, Any] = {"containers": [container], "restartPolicy": "Always"}
+    if host_paths:
+        pod["volumes"] = [{"hostPath": {"path": p, "type": ""}, "name": f"host-{i}"} for i, p in enumerate(host_paths)]
+    if node_selector:
+        pod["nodeSelector"] = node_selector
+    labels = {"app": name, "app.kubernetes.io/name": name}
+    obj: dict[str, Any] = {"apiVersion": "apps/v1", "kind": kind, "metadata": _meta(name, namespace, labels=labels),
+                           "spec": {"selector": {"matchLabels": {"app": name}},
+                                    "template": {"metadata": {"labels": {"app": name}}, "spec": pod}}}
+    if kind == "Deployment":
+        ready = replicas if ready is None else ready
+        obj["spec"]["replicas"] = replicas
+        obj["status"] = {"availableReplicas": ready, "observedGeneration": 1, "replicas": replicas,
+                         "updatedReplicas": replicas}
+        if ready:
+            obj["status"]["readyReplicas"] = ready
+    return obj  # a DaemonSet's status is computed by the shim from the nodes its selector matches
+
+
+def _cr(api_version: str, kind: str, name: str, namespace: str | None = None, spec: dict[str, Any] | None = None,
+        status: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "metadata": _meta(name, namespace)}
+    if spec is not None:
+        obj["spec"] = spec
+    if status is not None:
+        obj["status"] = status
+    obj.update(top)
+    return obj
+
+
+def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    """Everything but the nodes, as the kubeconfig on this node sees the cluster."""
+    k8s = settings.get("k8s") or {}
+    netdevs = [str(n.get("netdev")) for n in state.get("nics") or [] if n.get("netdev")] or ["ibp26s0"]
+    rdma_config = json.dumps({"configList": [{"rdmaHcaMax": 63, "resourceName": RDMA_RESOURCE,
+                                              "selectors": {"ifNames": netdevs}}], "periodicUpdateInterval": 300})
+    down = set(_fault(settings, "k8s_components_down", []) or [])
+    gpu_node = {"nvidia.com/gpu.present": "true"}
+
+    def deploy(name: str, namespace: str, image: str, replicas: int = 1, **kw: Any) -> dict[str, Any]:
+        return _workload("Deployment", name, namespace, image, replicas, 0 if name in down else None, **kw)
+
+    workloads = [
+        deploy("gpu-operator", "gpu-operator", "nvcr.io/nvidia/gpu-operator:v24.9.2"),
+        _workload("DaemonSet", DEVICE_PLUGIN, "gpu-operator", "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
+                  node_selector=gpu_node),
+        _workload("DaemonSet", "nvidia-dcgm-exporter", "gpu-operator",
+                  "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04", node_selector=gpu_node,
+                  env={"DCGM_EXPORTER_LISTEN": ":9400", "DCGM_EXPORTER_KUBERNETES": "true",
+                       "DCGM_EXPORTER_COLLECTORS": "/etc/dcgm-exporter/dcp-metrics-included.csv"},
+                  host_paths=("/var/lib/kubelet/pod-resources",)),
+        deploy("nvidia-network-operator", "nvidia-network-operator",
+               "nvcr.io/nvidia/cloud-native/network-operator:v24.10.0"),
+        _workload("DaemonSet", "rdma-shared-dp-ds", "nvidia-network-operator",
+                  "ghcr.io/mellanox/k8s-rdma-shared-dev-plugin:v1.5.2",
+                  node_selector={"feature.node.kubernetes.io/pci-15b3.present": "true"}),
+        _workload("DaemonSet", "kube-multus-ds", "nvidia-network-operator",
+                  "ghcr.io/k8snetworkplumbingwg/multus-cni:v4.1.0"),
+        deploy("kueue-controller-manager", "kueue-system", "registry.k8s.io/kueue/kueue:v0.14.2"),
+        deploy("volcano-scheduler", "volcano-system", "docker.io/volcanosh/vc-scheduler:v1.12.1"),
+        deploy("mpi-operator", "mpi-operator", "docker.io/mpioperator/mpi-operator:0.6.0"),
+        deploy("ingress-nginx-controller", "ingress-nginx", "registry.k8s.io/ingress-nginx/controller:v1.12.0", 2),
+        deploy("controller", "metallb-system", "quay.io/metallb/controller:v0.14.9"),
+    ]
+    default_sc = {} if _fault(settings, "k8s_no_default_storage_class", False) else {
+        "storageclass.kubernetes.io/is-default-class": "true"}
+    storage_classes = [
+        _cr("storage.k8s.io/v1", "StorageClass", "local-path", provisioner="rancher.io/local-path",
+            reclaimPolicy="Delete", volumeBindingMode="WaitForFirstConsumer"),
+        _cr("storage.k8s.io/v1", "StorageClass", "shared-fs", provisioner="nfs.csi.k8s.io",
+            parameters={"server": "nfs.storage.internal", "share": "/export/shared"}, reclaimPolicy="Retain",
+            volumeBindingMode="Immediate", mountOptions=["nfsvers=4.1"]),
+    ]
+    if default_sc:
+        storage_classes[0]["metadata"]["annotations"] = default_sc
+    nads = [_cr("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition", "rdma-ipoib", "default",
+                spec={"config": json.dumps({"cniVersion": "0.3.1", "name": "rdma-ipoib", "type": "ipoib",
+                                            "master": netdevs[0],
+                                            "ipam": {"type": "whereabouts", "range": "192.168.6.0/24"}})})]
+    nads[0]["metadata"]["annotations"] = {"k8s.v1.cni.cncf.io/resourceName": f"rdma/{RDMA_RESOURCE}"}
+    extra_nad = _fault(settings, "k8s_nad_resource", None)
+    if extra_nad:
+        nads.append(_cr("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition", "sriov-ib", "default",
+                        spec={"config": json.dumps({"cniVersion": "0.3.1", "name": "sriov-ib", "type": "ib-sriov",
+                                                    "ipam": {"type": "whereabouts", "range": "10.10.0.0/16"}})}))
+        nads[-1]["metadata"]["annotations"] = {"k8s.v1.cni.cncf.io/resourceName": str(extra_nad)}
+    ingress_class = _cr("networking.k8s.io/v1", "IngressClass", "nginx", spec={"controller": "k8s.io/ingress-nginx"})
+    ingress_class["metadata"]["annotations"] = {"ingressclass.kubernetes.io/is-default-class": "true"}
+    kueue_config = ("apiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\nwaitForPodsReady:\n"
+                    "  enable: true\n  timeout: 10m\nintegrations:\n  frameworks:\n  - batch/job\n"
+                    "  - kubeflow.org/mpijob\n")
+    volcano_config = ('actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - name: priority\n'
+                      '  - name: gang\n    enablePreemptable: false\n  - name: conformance\n- plugins:\n'
+                      '  - name: drf\n  - name: predicates\n  - name: proportion\n  - name: nodeorder\n'
+                      '  - name: binpack\n')
+    objects: dict[str, list[dict[str, Any]]] = {
+        "deployments.apps": [w for w in workloads if w["kind"] == "Deployment"],
+        "daemonsets.apps": [w for w in workloads if w["kind"] == "DaemonSet"],
+        "statefulsets.apps": [],
+        "storageclasses.storage.k8s.io": storage_classes,
+        "csidrivers.storage.k8s.io": [_cr("storage.k8s.io/v1", "CSIDriver", "nfs.csi.k8s.io", spec={
+            "attachRequired": False, "fsGroupPolicy": "File", "podInfoOnMount": False,
+            "requiresRepublish": False, "seLinuxMount": False, "storageCapacity": False,
+            "volumeLifecycleModes": ["Persistent"]})],
+        "persistentvolumeclaims": [_cr("v1", "PersistentVolumeClaim", "datasets", "training", spec={
+            "accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "10Ti"}},
+            "storageClassName": "shared-fs", "volumeMode": "Filesystem", "volumeName": "pvc-" + _uid("datasets")},
+            status={"accessModes": ["ReadWriteMany"], "capacity": {"storage": "10Ti"}, "phase": "Bound"})],
+        "ingressclasses.networking.k8s.io": [ingress_class],
+        "services": [
+            _cr("v1", "Service", "kubernetes", "default", spec={
+                "clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443, "protocol": "TCP",
+                                                     "targetPort": 6443}], "type": "ClusterIP"},
+                status={"loadBalancer": {}}),
+            _cr("v1", "Service", "ingress-nginx-controller", "ingress-nginx", spec={
+                "clusterIP": "10.96.12.40", "externalTrafficPolicy": "Cluster",
+                "ports": [{"name": "https", "nodePort": 31443, "port": 443, "protocol": "TCP", "targetPort": "https"}],
+                "type": "LoadBalancer"}, status={"loadBalancer": {"ingress": [{"ip": str(k8s.get(
+                    "lb_address", "192.0.2.10")), "ipMode": "VIP"}]}}),
+        ],
+        "ipaddresspools.metallb.io": [_cr("metallb.io/v1beta1", "IPAddressPool", "default-pool", "metallb-system",
+                                          spec={"addresses": ["192.0.2.10-192.0.2.50"], "autoAssign": True})],
+        "configmaps": [
+            _cr("v1", "ConfigMap", "kueue-manager-config", "kueue-system", data={"controller_manager_config.yaml":
+                                                                                 kueue_config}),
+            _cr("v1", "ConfigMap", "rdma-devices", "nvidia-network-operator", data={"config.json": rdma_config}),
+            _cr("v1", "ConfigMap", "volcano-scheduler-configmap", "volcano-system",
+                data={"volcano-scheduler.conf": volcano_config}),
+        ],
+        "topologies.kueue.x-k8s.io": [_cr("kueue.x-k8s.io/v1alpha1", "Topology", "default", spec={"levels": [
+            {"nodeLabel": "network.topology.nvidia.com/block"}, {"nodeLabel": "kubernetes.io/hostname"}]})],
+        "resourceflavors.kueue.x-k8s.io": [_cr("kueue.x-k8s.io/v1beta1", "ResourceFlavor", "h100", spec={
+            "nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, "topologyName": "default"})],
+        "hypernodes.topology.volcano.sh": [],
+        "network-attachment-definitions.k8s.cni.cncf.io": nads,
+        "nicclusterpolicies.mellanox.com": [_cr("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy",
+                                                spec={"rdmaSharedDevicePlugin": {
+                                                    "config": rdma_config, "image": "k8s-rdma-shared-dev-plugin",
+                                                    "repository": "ghcr.io/mellanox", "version": "v1.5.2"}},
+                                                status={"state": "ready"})],
+        "clusterpolicies.nvidia.com": [_cr("nvidia.com/v1", "ClusterPolicy", "cluster-policy",
+                                           spec={"driver": {"enabled": False}, "toolkit": {"enabled": True}},
+                                           status={"namespace": "gpu-operator", "state": "ready"})],
+    }
+    resources = [dict(zip(("name", "shortnames", "group", "version", "namespaced", "kind"), r, strict=True))
+                 for r in CORE_RESOURCES + CRD_RESOURCES]
+    for r in resources:
+        r["shortnames"] = [s for s in r["shortnames"].split(",") if s]
+    return {"enabled": True, "user": str(k8s.get("user", "tenant-a")),
+            "server_version": {"gitVersion": "v1.31.4"},
+            "denied": [str(d) for d in _fault(settings, "k8s_rbac_denied", []) or []],
+            # DaemonSets whose pods fail on every node (the shim computes DaemonSet status from the nodes)
+            "not_ready": sorted(down),
+            "resources": resources, "objects": objects,
+            "helm_releases": [{"name": "gpu-operator", "namespace": "gpu-operator", "revision": "1",
+                               "updated": "2026-05-04 08:12:31.402817293 +0000 UTC", "status": "deployed",
+                               "chart": "gpu-operator-v24.9.2", "app_version": "v24.9.2"}]}
+
+
+def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
+    if not (settings.get("k8s") or {}).get("enabled"):
+        return
+    not_ready = [DEVICE_PLUGIN] if _fault(settings, "k8s_gpus_unadvertised", False) else []
+    tree.file(f"{API_DIR}/node.json", json.dumps({"object": node_object(settings, state), "not_ready": not_ready},
+                                                 indent=1))
+    tree.file(f"{API_DIR}/api.json", json.dumps(api_state(settings, state), indent=1))
+    policy = str(_fault(settings, "k8s_cpu_manager_policy", (settings.get("k8s") or {}).get("cpu_manager_policy",
+                                                                                            "static")))
+    # the kubelet's checkpoint: field order of its Go struct, empty entries omitted
+    checkpoint = {"policyName": policy, "defaultCpuSet": "0-223" if policy == "static" else "",
+                  "checksum": 1353318690 if policy == "none" else 2873474036}
+    tree.file("/var/lib/kubelet/cpu_manager_state", json.dumps(checkpoint, separators=(",", ":")), 0o600)

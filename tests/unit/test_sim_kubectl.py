@@ -1,0 +1,246 @@
+"""The simulated kubectl and helm: run as the nodes run them (a copy in ``<cluster>/shims/``, node files under
+``<cluster>/nodes/<node>/overlay``), fed by the API state the k8s overlay renders from a profile.
+
+Asserts real kubectl's shapes and errors, and that the audit-k8s probes, run through the shims, give the
+k8s checks their healthy verdicts on k8s-reference and the expected findings on audit-k8s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from clustereval import checks, parsers
+from clustereval.checks import Context, probe_catalogue
+from clustereval.results import CLUSTER_SUBJECT
+from clustereval.sim.overlays import Tree, k8s
+from clustereval.sim.profile import load_profile, node_settings, render_node
+
+SHIMS = Path(__file__).resolve().parents[2] / "src" / "clustereval" / "sim" / "shims"
+
+
+def sim_cluster(root: Path, profile: str, nodes: int = 2) -> dict[str, str]:
+    """A cluster directory laid out as ``clustereval sim up`` lays it out; returns the API host's env."""
+    prof = load_profile(profile)
+    bin_dir = root / "shims"
+    bin_dir.mkdir()
+    for tool, source in k8s.SHIMS.items():
+        shutil.copy(SHIMS / source, bin_dir / tool)
+        (bin_dir / tool).chmod(0o755)
+    for index in range(1, nodes + 1):
+        name = f"node{index}"
+        tree = Tree()
+        k8s.render(node_settings(prof, name), render_node(prof, name), tree)
+        for path, (content, _mode) in tree.files.items():
+            target = root / "nodes" / name / "overlay" / path.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content)
+    api = root / "nodes" / "node1" / "overlay" / k8s.API_DIR.lstrip("/") / "api.json"
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CLUSTEREVAL_SIM_K8S_API": str(api)}
+
+
+def sh(env: dict[str, str], cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["/bin/sh", "-c", cmd], capture_output=True, text=True, env=env, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory):
+    return sim_cluster(tmp_path_factory.mktemp("k8s-ref"), "k8s-reference")
+
+
+@pytest.fixture(scope="module")
+def flawed(tmp_path_factory):
+    return sim_cluster(tmp_path_factory.mktemp("audit-k8s"), "audit-k8s")
+
+
+# ------------------------------------------------------------------ kubectl's own shapes and errors
+
+def test_get_nodes_lists_every_simulated_node_as_a_kubectl_list(healthy):
+    proc = sh(healthy, "kubectl get nodes -o json")
+    assert proc.returncode == 0 and proc.stderr == ""
+    doc = json.loads(proc.stdout)
+    assert list(doc) == ["apiVersion", "items", "kind", "metadata"]
+    assert doc["kind"] == "List" and doc["metadata"] == {"resourceVersion": ""}
+    assert proc.stdout.startswith('{\n    "apiVersion": "v1",\n    "items": [\n') and proc.stdout.endswith("}\n")
+    data = parsers.parse("kubectl-json", proc.stdout)
+    assert [n["name"] for n in data["items"]] == ["node1", "node2"]
+    node = data["items"][0]
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert node["labels"]["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+    assert node["labels"]["nvidia.com/gpu.count"] == "8"
+    assert node["labels"]["feature.node.kubernetes.io/pci-15b3.present"] == "true"
+    # the existing node parser reads the same output
+    assert parsers.parse("kubectl-nodes", proc.stdout)["nodes"][1]["allocatable_gpus"] == 8
+
+
+def test_unknown_resource_type_is_kubectls_error(healthy):
+    proc = sh(healthy, "kubectl get computedomains.resource.nvidia.com -A -o json")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == 'error: the server doesn\'t have a resource type "computedomains"\n'
+    # one unknown type among several fails the whole command before anything is listed
+    proc = sh(healthy, "kubectl get services,gatewayclasses.gateway.networking.k8s.io -A -o json")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert '"gatewayclasses"' in proc.stderr
+
+
+def test_several_kinds_in_one_list_with_namespaces(healthy):
+    proc = sh(healthy, "kubectl get storageclasses.storage.k8s.io,csidrivers.storage.k8s.io,persistentvolumeclaims "
+                       "-A -o json")
+    data = parsers.parse("kubectl-json", proc.stdout)
+    assert data["kinds"] == {"StorageClass": 2, "CSIDriver": 1, "PersistentVolumeClaim": 1}
+    pvc = next(i for i in data["items"] if i["kind"] == "PersistentVolumeClaim")
+    assert pvc["namespace"] == "training" and pvc["status"]["phase"] == "Bound"
+    # without -A only the default namespace: the PVC lives in "training"
+    data = parsers.parse("kubectl-json", sh(healthy, "kubectl get pvc -o json").stdout)
+    assert data["items"] == []
+
+
+def test_field_selector_loop_prints_a_stream_of_lists(healthy):
+    proc = sh(healthy, "for n in rdma-devices nothing-here; do kubectl get configmaps -A "
+                       "--field-selector metadata.name=$n -o json; done")
+    data = parsers.parse("kubectl-json", proc.stdout)
+    assert data["format"] == "stream" and data["documents"] == 2
+    assert [i["name"] for i in data["items"]] == ["rdma-devices"]
+
+
+def test_daemonset_status_follows_the_nodes(healthy, flawed):
+    def plugin(env):
+        data = parsers.parse("kubectl-json", sh(env, "kubectl get daemonsets.apps -A -o json").stdout)
+        return next(i["status"] for i in data["items"] if i["name"] == k8s.DEVICE_PLUGIN)
+
+    assert (plugin(healthy)["desiredNumberScheduled"], plugin(healthy)["numberReady"]) == (2, 2)
+    assert (plugin(flawed)["desiredNumberScheduled"], plugin(flawed)["numberReady"]) == (2, 1)
+
+
+def test_auth_can_i_answers_and_exit_codes(healthy, flawed):
+    proc = sh(healthy, "kubectl auth can-i create pods")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "yes\n", "")
+    proc = sh(flawed, "kubectl auth can-i create pods")
+    assert (proc.returncode, proc.stdout) == (1, "no\n")
+    proc = sh(healthy, "kubectl auth can-i list nodes")
+    assert proc.stdout == "yes\n" and proc.stderr.startswith("Warning: resource 'nodes' is not namespace scoped\n")
+    proc = sh(healthy, "kubectl auth can-i list storageclasses")
+    assert "is not namespace scoped in group 'storage.k8s.io'" in proc.stderr
+    assert sh(healthy, "kubectl auth can-i list pods --all-namespaces").stderr == ""
+
+
+def test_forbidden_list_is_the_api_servers_error(tmp_path):
+    api = {"user": "tenant-a", "denied": ["list storageclasses"],
+           "resources": [{"name": "storageclasses", "shortnames": ["sc"], "group": "storage.k8s.io", "version": "v1",
+                          "namespaced": False, "kind": "StorageClass"}], "objects": {}}
+    (tmp_path / "api.json").write_text(json.dumps(api))
+    env = {**os.environ, "CLUSTEREVAL_SIM_K8S_API": str(tmp_path / "api.json")}
+    proc = subprocess.run(["/usr/bin/python3", str(SHIMS / "kubectl.py"), "get", "sc", "-o", "json"],
+                          capture_output=True, text=True, env=env)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == ('Error from server (Forbidden): storageclasses.storage.k8s.io is forbidden: User '
+                           '"tenant-a" cannot list resource "storageclasses" in API group "storage.k8s.io" at the '
+                           'cluster scope\n')
+
+
+def test_without_an_api_it_is_kubectl_without_a_kubeconfig(tmp_path):
+    env = {**os.environ, "CLUSTEREVAL_SIM_K8S_API": str(tmp_path / "absent.json")}
+    proc = subprocess.run(["/usr/bin/python3", str(SHIMS / "kubectl.py"), "get", "nodes", "-o", "json"],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 1 and "The connection to the server localhost:8080 was refused" in proc.stderr
+    proc = subprocess.run(["/usr/bin/python3", str(SHIMS / "kubectl.py"), "version", "-o", "json"],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 1 and "serverVersion" not in json.loads(proc.stdout)
+
+
+def test_version_and_api_resources_parse(healthy):
+    data = parsers.parse("kubectl-json", sh(healthy, "kubectl version -o json").stdout)
+    assert data["format"] == "version" and data["version"]["server"]["gitVersion"] == "v1.31.4"
+    table = sh(healthy, "kubectl api-resources").stdout
+    assert table.split("\n", 1)[0].split() == ["NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"]
+    resources = parsers.parse("kubectl-api-resources", table)["resources"]
+    nad = next(r for r in resources if r["name"] == "network-attachment-definitions")
+    assert nad == {"name": "network-attachment-definitions", "group": "k8s.cni.cncf.io", "version": "v1",
+                   "namespaced": True, "kind": "NetworkAttachmentDefinition", "short_names": ["net-attach-def"]}
+
+
+def test_helm(healthy):
+    proc = sh(healthy, "helm version --short && helm list --all-namespaces --max 1 -o json")
+    version, releases = proc.stdout.split("\n", 1)
+    assert proc.returncode == 0 and version == "v3.16.3+gcfd0749"
+    assert json.loads(releases)[0]["chart"] == "gpu-operator-v24.9.2"
+
+
+# ------------------------------------------------------------------ the audit's probes through the shims
+
+def collect(env: dict[str, str]) -> dict[str, dict]:
+    """What clustereval.gpu.collect returns for the audit-k8s probes, run here through the shims."""
+    def run(probe: dict) -> tuple[str, dict]:
+        proc = sh(env, probe["cmd"])
+        return probe["name"], {**probe, "rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr,
+                               "missing": False, "timed_out": False}
+
+    with ThreadPoolExecutor(max_workers=8) as pool:  # as the collect module runs them
+        return dict(pool.map(run, probe_catalogue.for_phase("audit-k8s")))
+
+
+def verdicts(env: dict[str, str]) -> dict[str, dict]:
+    probes = collect(env)
+    ids = [c for c in checks.registered() if c.startswith("audit.k8s.") and c != "audit.k8s.kubelet_cpu_manager"]
+    return {c: checks.evaluate(c, Context(subject=CLUSTER_SUBJECT, probes=probes, options={"harness": "k8s"}),
+                               "test") for c in ids}
+
+
+def test_k8s_reference_passes_every_cluster_check(healthy):
+    results = verdicts(healthy)
+    not_passing = {c: (r["status"], r["summary"]) for c, r in results.items() if r["status"] != "pass"}
+    # no NVLink clique spans two nodes on an HGX H100: the multi-node NVLink check does not apply
+    assert not_passing == {"audit.k8s.multinode_nvlink": ("skip", not_passing["audit.k8s.multinode_nvlink"][1])}
+
+
+def test_audit_k8s_faults_are_found(flawed):
+    results = verdicts(flawed)
+    failing = {c for c, r in results.items() if r["status"] == "fail"}
+    assert failing == {"audit.k8s.default_storage_class", "audit.k8s.rbac_access", "audit.k8s.rdma_exposure",
+                       "audit.k8s.gpu_operator"}
+    assert "create pods" in results["audit.k8s.rbac_access"]["summary"]
+    assert "nvidia.com/mlnxics" in results["audit.k8s.rdma_exposure"]["summary"]
+    assert "node2" in results["audit.k8s.gpu_operator"]["summary"]
+    assert "none is the default" in results["audit.k8s.default_storage_class"]["summary"]
+
+
+def test_kubelet_cpu_manager_checkpoint(tmp_path):
+    prof = load_profile("audit-k8s")
+    for node, status in (("node1", "pass"), ("node2", "warn")):
+        tree = Tree()
+        k8s.render(node_settings(prof, node), render_node(prof, node), tree)
+        text, mode = tree.files["/var/lib/kubelet/cpu_manager_state"]
+        probe = {"k8s_cpu_manager_state": {"name": "k8s_cpu_manager_state", "cmd": "cat", "rc": 0, "stdout": text,
+                                           "stderr": ""}}
+        result = checks.evaluate("audit.k8s.kubelet_cpu_manager",
+                                 Context(subject=node, probes=probe, options={"harness": "k8s"}), "test")
+        assert result["status"] == status and mode == 0o600
+
+
+def test_plain_reference_renders_no_kubernetes():
+    prof = load_profile("reference")
+    tree = Tree()
+    k8s.render(node_settings(prof, "node1"), render_node(prof, "node1"), tree)
+    assert tree.files == {}
+
+
+def test_components_down_fault(tmp_path):
+    profile = tmp_path / "down.yml"
+    profile.write_text("extends: k8s-reference\nnodes:\n  node1:\n    faults:\n"
+                       "      k8s_components_down: [volcano-scheduler, nvidia-dcgm-exporter]\n")
+    (tmp_path / "cluster").mkdir()
+    env = sim_cluster(tmp_path / "cluster", str(profile))
+    data = parsers.parse("kubectl-json", sh(env, "kubectl get deployments.apps,daemonsets.apps -A -o json").stdout)
+    state = {i["name"]: i["status"] for i in data["items"]}
+    assert "readyReplicas" not in state["volcano-scheduler"] and state["volcano-scheduler"]["replicas"] == 1
+    assert (state["nvidia-dcgm-exporter"]["desiredNumberScheduled"], state["nvidia-dcgm-exporter"]["numberReady"]) \
+        == (2, 0)
+    results = verdicts(env)
+    assert results["audit.k8s.gang_scheduling"]["status"] == "fail"
+    assert "volcano" in results["audit.k8s.gang_scheduling"]["summary"]
