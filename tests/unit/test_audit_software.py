@@ -182,6 +182,11 @@ class TestBatchPath:
         env = without(LOGIN, "login_nvcc") + "login_nvcc=\n" + without(BATCH, "batch_nvcc") + "batch_nvcc=\n"
         assert run("audit.software.batch_path", probes(env=env))["status"] == "warn"
 
+    def test_step_not_started_when_actions_are_off(self):
+        env = LOGIN + "batch_skipped=actions are switched off (clustereval_audit_allow_actions=false)\n"
+        result = run("audit.software.batch_path", probes(env=env))
+        assert result["status"] == "skip" and "switched off" in result["summary"]
+
     def test_step_that_cannot_start_skips(self):
         env = LOGIN + ("batch_rc=1\nbatch_err=srun: error: Unable to allocate resources: "
                        "Requested node configuration is not available\n")

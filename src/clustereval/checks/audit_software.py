@@ -221,6 +221,8 @@ def batch_path(ctx: Context) -> Verdict:
     env = _data(ctx, BATCH_PROBE)
     if "login_path" not in env:
         raise HarnessError("the login-shell probe printed no PATH (the login shell did not run the script)")
+    if "batch_skipped" in env:
+        raise Skip(f"the batch step was not started: {first(env, 'batch_skipped')}")
     if "batch_rc" not in env:
         raise Skip("srun is not installed on this node: no batch environment to compare")
     rc, errors = first(env, "batch_rc"), env.get("batch_err") or []
