@@ -62,8 +62,8 @@ def test_reference_has_no_fabric_failure(tmp_path):
     assert rate["status"] == "pass" and "8 × 400 Gb/s" in rate["summary"]
     assert keyed[("audit.fabric.class", "node2")]["summary"].startswith("InfiniBand fabric, 8 active port(s)")
     assert keyed[("audit.fabric.hca_naming", "node1")]["status"] == "pass"
-    # A dedicated cluster without PKey partitions: the one warn a healthy reference cluster gets.
-    assert keyed[("audit.fabric.ib_isolation", "node1")]["status"] == "warn"
+    # The reference tenant sits in its own partition (0x8001) and only limited in the default one.
+    assert keyed[("audit.fabric.ib_isolation", "node1")]["status"] == "pass"
     assert keyed[("audit.fabric.topology", "_cluster")]["status"] == "pass"
     assert keyed[("audit.fabric.imex", "node1")]["status"] == "skip"
     assert keyed[("audit.fabric.nccl_ib_qps", "_cluster")]["status"] == "skip"

@@ -51,6 +51,7 @@ KNOWN_FAULTS = {
     "xid",
     "exporters_missing",
     "container_toolkit_version",
+    "dcgm_exporter_version",
 }
 
 
@@ -305,6 +306,8 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
         "driver_version": driver,
         "cuda_version": cuda,
         "dcgm_version": str(settings.get("dcgm_version", "4.5.3")),
+        "dcgm_exporter_version": str(faults.get("dcgm_exporter_version")
+                                     or settings.get("dcgm_exporter_version", "4.8.2")),
         "container_toolkit_version": str(faults.get("container_toolkit_version")
                                          or settings.get("container_toolkit_version", "1.19.1")),
         "nvidia_smi": faults.get("nvidia_smi", "ok"),

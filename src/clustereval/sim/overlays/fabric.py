@@ -9,7 +9,8 @@ gids/0}``, with the kernel's value formats (``4: ACTIVE``, ``5: LinkUp``, ``400 
 Faults (per node):
 ``ib_port_down``: HCA names (or rail indices) whose port is down (``1: DOWN`` / ``3: Disabled``);
 ``ib_port_rate``: ``{hca or index: Gb/s}`` links trained below their rate;
-``ib_pkeys``: PKeys of every port (default ``[0xffff]``, the default partition as full member);
+``ib_pkeys``: PKeys of every port (default ``[0x8001, 0x7fff]``: a tenant partition, and the default
+partition as a limited member); ``ib_default_pkey_only``: only the default partition, as full member;
 ``nccl_conf``: ``/etc/nccl.conf`` content, a string or ``{KEY: value}`` (default: no file).
 A device the node names differently (rdma-core's ``ibp94s0`` for ``mlx5_3``) is a per-node ``nics`` list
 in the profile, so every overlay area (the versions area writes firmware files per device) sees one name.
@@ -22,7 +23,9 @@ import hashlib
 import re
 from typing import Any
 
-FAULTS = {"ib_port_down", "ib_port_rate", "ib_pkeys", "nccl_conf"}
+FAULTS = {"ib_port_down", "ib_port_rate", "ib_pkeys", "ib_default_pkey_only", "nccl_conf"}
+# A healthy tenant's ports: full member of its own partition, limited member of the default one.
+TENANT_PKEYS = [0x8001, 0x7FFF]
 SHIMS = {"ibstat": "ibstat.py", "ibdev2netdev": "ibdev2netdev.py"}
 
 # CA type, PCI device id, firmware and board id of the NIC each rate/link layer stands for.
@@ -54,7 +57,8 @@ def _guid(*parts: object) -> str:
 def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
     faults = settings.get("faults") or {}
     nics = state.get("nics") or settings.get("nics") or []
-    pkeys = [int(p, 16) if isinstance(p, str) else int(p) for p in faults.get("ib_pkeys") or [0xFFFF]]
+    default = [0xFFFF] if faults.get("ib_default_pkey_only") else TENANT_PKEYS
+    pkeys = [int(p, 16) if isinstance(p, str) else int(p) for p in faults.get("ib_pkeys") or default]
     node = state.get("node", "node")
     for index, nic in enumerate(nics):
         name = str(nic["name"])

@@ -11,17 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-FAULTS = {"ib_default_pkey_only"}
+# InfiniBand partition keys are rendered by the fabric area (fault ``ib_default_pkey_only`` there).
 
 
 def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
     faults = settings.get("faults") or {}
-    keys = ["0xffff"] if faults.get("ib_default_pkey_only") else ["0x8001", "0x7fff"]
-    for nic in state.get("nics") or []:
-        port = f"/sys/class/infiniband/{nic['name']}/ports/1"
-        layer = nic.get("link_layer", "InfiniBand")
-        tree.file(f"{port}/link_layer", f"{layer}\n")
-        for index in range(4):
-            tree.file(f"{port}/pkeys/{index}", (keys[index] if index < len(keys) else "0x0000") + "\n")
     if faults.get("bluefield_rshim_exposed"):
         tree.file("/sys/class/net/tmfifo_net0/address", "00:1a:ca:ff:ff:02\n")

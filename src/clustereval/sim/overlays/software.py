@@ -50,7 +50,9 @@ def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
         home = CUDA_HOME.format(cuda=cuda)
         tree.file(f"{home}/bin/nvcc", _shim("nvcc.py"), 0o755)
     # Tools of the machine the simulation runs on must not show through as the node's own.
-    for leaked in ("/usr/local/bin/nvcc", "/usr/local/bin/docker"):
+    own_home = CUDA_HOME.format(cuda=cuda) if gpus else None
+    host_toolkits = [str(p) for p in Path("/usr/local").glob("cuda*") if str(p) != own_home]
+    for leaked in ("/usr/local/bin/nvcc", "/usr/local/bin/docker", *host_toolkits):
         tree.whiteout(leaked)
         profile.append(f'export PATH="{home}/bin:$PATH"')
     if _setting(settings, "slurm_export_env_none", False):

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Simulated NVIDIA dcgm-exporter: serves the node's GPU metrics in Prometheus text format.
 
-Usage (as the real one): dcgm-exporter -a <address>:<port>   (default :9400). Metrics come from the
-node's state file ($SIMNODE_ROOT/node.json or /sim/node.json), named and labelled as dcgm-exporter 3.x
+Usage (as the real one): dcgm-exporter -a <address>:<port>   (default :9400); ``--version`` prints
+``dcgm-exporter version <DCGM>-<exporter>`` (profile keys ``dcgm_version``, ``dcgm_exporter_version``).
+Metrics come from the node's state file ($SIMNODE_ROOT/node.json or /sim/node.json), named and labelled as dcgm-exporter 3.x
 names them (DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-…",device="nvidia0",modelName="…",Hostname="…"}).
 """
 
@@ -61,6 +62,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 def main(argv):
+    if argv[:1] in (["--version"], ["-v"]):
+        node = state()
+        exporter = node.get("dcgm_exporter_version") or "4.8.2"
+        print(f"dcgm-exporter version {node.get('dcgm_version', '4.5.3')}-{exporter}")
+        return
     address = ":9400"
     if "-a" in argv:
         address = argv[argv.index("-a") + 1]
