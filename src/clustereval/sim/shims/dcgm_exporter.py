@@ -4,7 +4,8 @@
 Usage (as the real one): dcgm-exporter -a <address>:<port>   (default :9400); ``--version`` prints
 ``dcgm-exporter version <DCGM>-<exporter>`` (profile keys ``dcgm_version``, ``dcgm_exporter_version``).
 Metrics come from the node's state file ($SIMNODE_ROOT/node.json or /sim/node.json), named and
-labelled as dcgm-exporter 3.x names them (DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-…",device="nvidia0",modelName="…",Hostname="…"}).
+labelled as dcgm-exporter 3.x names them:
+DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-…",device="nvidia0",modelName="…",Hostname="…"}.
 """
 
 import http.server
