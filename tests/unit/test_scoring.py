@@ -361,3 +361,17 @@ def test_score_run_uses_the_rubric_named_in_run_options(tmp_path, rubric):
     score = score_run(tmp_path / "run")
     assert score["rubric"]["name"] == "from-options"
     assert score["tier"] == "Platinum"  # no caps in this rubric
+
+
+def test_checks_that_do_not_apply_leave_the_coverage_denominator():
+    from clustereval.scoring import score_results
+
+    base = {"run_id": "r", "phase": "audit", "domain": "audit", "severity": "minor", "value": None}
+    results = [{**base, "check": f"audit.x.c{i}", "subject": "n1", "status": "pass", "summary": "ok"}
+               for i in range(4)]
+    results += [{**base, "check": f"audit.k8s.c{i}", "subject": "_cluster", "status": "skip",
+                 "summary": "applies to k8s clusters; this one is slurm",
+                 "evidence": {"not_applicable": True}} for i in range(6)]
+    assert score_results(results)["coverage"] == 1.0
+    results[-1]["evidence"] = {}
+    assert score_results(results)["coverage"] < 1.0

@@ -210,7 +210,8 @@ def evaluate(check_id: str, ctx: Context, run_id: str) -> dict[str, Any]:
     harness = ctx.options.get("harness")
     applies = catalogue.entry(check_id).get("harnesses") or list(HARNESSES)
     if harness in HARNESSES and harness not in applies:
-        verdict = Verdict("skip", f"applies to {', '.join(applies)} clusters; this one is {harness}")
+        verdict = Verdict("skip", f"applies to {', '.join(applies)} clusters; this one is {harness}",
+                          evidence={"not_applicable": True, "harness": harness})
         return make_result(check_id, ctx.subject, verdict, run_id=run_id, artifacts=[], started=started,
                            duration_s=time.monotonic() - t0)
     if fn is None:

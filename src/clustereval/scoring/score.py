@@ -252,7 +252,11 @@ def score_results(
             missed = severity_weights[r["severity"]] * (1 - status_points[r["status"]])
             r["_lost"] = 100.0 * share * missed / cat["_possible"]
 
-    total = len(scored)
+    # A check that does not apply to this kind of cluster (a Kubernetes check on Slurm) is no missing
+    # evidence: it leaves the coverage denominator.
+    not_applicable = sum(1 for r in scored if r["status"] == "skip"
+                         and isinstance(r.get("evidence"), dict) and r["evidence"].get("not_applicable"))
+    total = len(scored) - not_applicable
     verdicts = sum(counts[s] for s in VERDICTS)
     unreachable = unreachable_hosts(scored)
     facts = {
