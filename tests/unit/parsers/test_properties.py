@@ -90,3 +90,12 @@ def test_launcher_wrapping_parses_to_the_same_result(tool, wrap):
 @pytest.mark.parametrize("text", [b"", b"\n\n", b"\x00\xff\xfe garbage \x1b[31m", "ünïcödé ✓\n".encode()])
 def test_trivial_inputs(tool, text):
     outcome(tool, text)
+
+
+@pytest.mark.parametrize(("tool", "path"), [(tool, path) for tool in TOOLS for path in corpus_files(tool)],
+                         ids=lambda item: getattr(item, "name", item))
+def test_truncation_sweep_over_every_corpus_file(tool, path):
+    """Forty evenly spaced cuts of every real output: a result or a ParseError, nothing else."""
+    data = path.read_bytes()
+    for cut in range(0, len(data), max(1, len(data) // 40)):
+        outcome(tool, data[:cut])
