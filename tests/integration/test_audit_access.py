@@ -4,49 +4,13 @@ in audit.access.*, the flawed profile audit-access produces the findings its com
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from tests.integration.simrun import REQUIRES_SIM, audit_sim
 
-import pytest
-
-from clustereval.sim import cluster
-
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root"),
-    pytest.mark.skipif(not Path("/usr/sbin/slurmctld").exists(), reason="slurm-wlm is not installed"),
-]
-
-
-def audit(directory: Path, run_dir: Path, tags: str) -> dict[tuple[str, str], dict]:
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}:{os.environ['PATH']}",
-           "ANSIBLE_NOCOLOR": "1"}
-    proc = subprocess.run([str(BIN / "ansible-playbook"), str(REPO / "playbooks" / "evaluate.yml"),
-                           "-i", str(directory / "inventory.ini"), "-e", "clustereval_phases=audit",
-                           "--tags", tags, "-e", f"clustereval_out={run_dir}"],
-                          capture_output=True, text=True, timeout=240, env=env, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    items = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
-    return {(r["check"], r["subject"]): r for r in items}
-
-
-def sim_audit(tmp_path_factory, profile: str, nodes: int, tags: str):
-    directory = tmp_path_factory.mktemp(f"sim-{profile}")
-    cluster.up(directory, nodes, profile)
-    try:
-        return audit(directory, tmp_path_factory.mktemp("runs") / profile, tags)
-    finally:
-        cluster.down(directory)
+pytestmark = REQUIRES_SIM
 
 
 def test_reference_has_no_access_failures(tmp_path_factory):
-    results = sim_audit(tmp_path_factory, "reference", 2, "audit.access")
+    results = audit_sim(tmp_path_factory, "reference", 2, "audit.access")
     ours = {key: r for key, r in results.items() if key[0].startswith("audit.access.")}
     assert len(ours) == 2 * 4 + 1
     assert [r for r in ours.values() if r["status"] in ("fail", "error")] == []
@@ -59,7 +23,7 @@ def test_reference_has_no_access_failures(tmp_path_factory):
 
 
 def test_access_faults_are_found(tmp_path_factory):
-    results = sim_audit(tmp_path_factory, "audit-access", 3, "audit.access")
+    results = audit_sim(tmp_path_factory, "audit-access", 3, "audit.access")
     ssh = results[("audit.access.ssh_between_nodes", "node2")]
     assert ssh["status"] == "fail" and ssh["value"] == "refused"
     assert results[("audit.access.ssh_between_nodes", "node1")]["status"] == "pass"

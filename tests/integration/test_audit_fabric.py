@@ -5,48 +5,20 @@ partition) are found on the right nodes.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
 from clustereval.results import problems
-from clustereval.sim import cluster
+from tests.integration.simrun import REQUIRES_SIM, audit_sim_items, by_key
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root"),
-    pytest.mark.skipif(not Path("/usr/sbin/slurmctld").exists(), reason="slurm-wlm is not installed"),
-    pytest.mark.skipif(shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists(),
-                       reason="openssh-server is not installed"),
-]
+pytestmark = REQUIRES_SIM
 
 
 def audit_fabric(tmp_path: Path, profile: str, nodes: int) -> dict[tuple[str, str], dict]:
-    sim, run_dir = tmp_path / "sim", tmp_path / "run"
-    cluster.up(sim, nodes, profile)
-    try:
-        env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-               "PATH": f"{BIN}:{os.environ['PATH']}"}
-        proc = subprocess.run([str(BIN / "ansible-playbook"), str(REPO / "playbooks" / "evaluate.yml"),
-                               "-i", str(sim / "inventory.ini"), "-e", "clustereval_phases=audit",
-                               "--tags", "audit.fabric", "-e", f"clustereval_out={run_dir}"],
-                              capture_output=True, text=True, timeout=240, env=env, cwd=REPO)
-        assert proc.returncode == 0, proc.stdout[-3000:]
-    finally:
-        cluster.down(sim)
-    items = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
+    items = audit_sim_items(tmp_path, profile, nodes, "audit.fabric")
     for item in items:
         assert problems(item) == []
     assert {r["check"] for r in items} <= {c for c in _catalogue() if c.startswith("audit.fabric.")}
-    return {(r["check"], r["subject"]): r for r in items}
+    return by_key(items)
 
 
 def _catalogue() -> set[str]:

@@ -4,42 +4,9 @@ in audit.gpustack.* / audit.isolation.*, and the flawed profile audit-gpustack p
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from tests.integration.simrun import REQUIRES_SIM, audit_sim
 
-import pytest
-
-from clustereval.sim import cluster
-
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root"),
-    pytest.mark.skipif(not Path("/usr/sbin/slurmctld").exists(), reason="slurm-wlm is not installed"),
-]
-
-
-def sim_audit(tmp_path_factory, profile: str, nodes: int, tags: str) -> dict[tuple[str, str], dict]:
-    directory = tmp_path_factory.mktemp(f"sim-{profile}")
-    run_dir = tmp_path_factory.mktemp("runs") / profile
-    cluster.up(directory, nodes, profile)
-    try:
-        env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}:{os.environ['PATH']}",
-               "ANSIBLE_NOCOLOR": "1"}
-        proc = subprocess.run([str(BIN / "ansible-playbook"), str(REPO / "playbooks" / "evaluate.yml"),
-                               "-i", str(directory / "inventory.ini"), "-e", "clustereval_phases=audit",
-                               "--tags", tags, "-e", f"clustereval_out={run_dir}"],
-                              capture_output=True, text=True, timeout=240, env=env, cwd=REPO)
-        assert proc.returncode == 0, proc.stdout[-3000:]
-    finally:
-        cluster.down(directory)
-    items = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
-    return {(r["check"], r["subject"]): r for r in items}
+pytestmark = REQUIRES_SIM
 
 
 # Warns a healthy cluster shows too: GDRCopy not installed (optional; /dev/gdrdrv cannot be simulated),
@@ -51,7 +18,7 @@ HEALTHY_WARNS = {"audit.gpustack.gdrcopy", "audit.gpustack.ncu_profiling", "audi
 
 
 def test_reference_has_no_failures(tmp_path_factory):
-    results = sim_audit(tmp_path_factory, "reference", 2, "audit.gpustack,audit.isolation")
+    results = audit_sim(tmp_path_factory, "reference", 2, "audit.gpustack,audit.isolation")
     ours = {key: r for key, r in results.items() if key[0].startswith(("audit.gpustack.", "audit.isolation."))}
     assert len(ours) == 2 * 20
     assert [(k, r["summary"]) for k, r in ours.items() if r["status"] in ("fail", "error")] == []
@@ -66,7 +33,7 @@ def test_reference_has_no_failures(tmp_path_factory):
 
 
 def test_gpustack_faults_are_found(tmp_path_factory):
-    results = sim_audit(tmp_path_factory, "audit-gpustack", 3, "audit.gpustack")
+    results = audit_sim(tmp_path_factory, "audit-gpustack", 3, "audit.gpustack")
     acs = results[("audit.gpustack.pcie_acs", "node2")]
     assert acs["status"] == "fail" and acs["value"] == 16 and "ReqRedir" in acs["summary"]
     assert results[("audit.gpustack.iommu_mode", "node2")]["status"] == "fail"

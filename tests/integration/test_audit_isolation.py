@@ -4,22 +4,13 @@ its findings (the reference run is in test_audit_gpustack.py, which covers both 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from tests.integration.simrun import REQUIRES_SIM, audit_sim
 
-import pytest
-
-from tests.integration.test_audit_gpustack import sim_audit
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root"),
-    pytest.mark.skipif(not Path("/usr/sbin/slurmctld").exists(), reason="slurm-wlm is not installed"),
-]
+pytestmark = REQUIRES_SIM
 
 
 def test_isolation_faults_are_found(tmp_path_factory):
-    results = sim_audit(tmp_path_factory, "audit-isolation", 2, "audit.isolation")
+    results = audit_sim(tmp_path_factory, "audit-isolation", 2, "audit.isolation")
     ib = results[("audit.isolation.ib_tenant", "node2")]
     assert ib["status"] == "warn" and "0xffff" in ib["summary"]
     rshim = results[("audit.isolation.dpu_rshim", "node2")]

@@ -7,46 +7,20 @@ comments describe.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+from tests.integration.simrun import REQUIRES_SIM, by_key, run_audit, simulated_cluster
 
-from clustereval.sim import cluster
+pytestmark = REQUIRES_SIM
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root"),
-    pytest.mark.skipif(not Path("/usr/sbin/slurmctld").exists(), reason="slurm-wlm is not installed"),
-]
-
-
-def audit(directory: Path, run_dir: Path) -> dict[tuple[str, str], dict]:
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}:{os.environ['PATH']}",
-           "ANSIBLE_NOCOLOR": "1"}
-    proc = subprocess.run([str(BIN / "ansible-playbook"), str(REPO / "playbooks" / "evaluate.yml"),
-                           "-i", str(directory / "inventory.ini"), "-e", "clustereval_phases=audit",
-                           "-e", "clustereval_harness=k8s", "-e", "clustereval_k8s_api_host=node1",
-                           "--tags", "audit.k8s", "-e", f"clustereval_out={run_dir}"],
-                          capture_output=True, text=True, timeout=240, env=env, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    items = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
-    return {(r["check"], r["subject"]): r for r in items if r["check"].startswith("audit.k8s.")}
+K8S_VARS = {"clustereval_harness": "k8s", "clustereval_k8s_api_host": "node1"}
 
 
 def sim_audit(tmp_path_factory, profile: str) -> tuple[dict[tuple[str, str], dict], Path]:
-    directory = tmp_path_factory.mktemp(f"sim-{profile}")
     run_dir = tmp_path_factory.mktemp("runs") / profile
-    cluster.up(directory, 2, profile)
-    try:
-        return audit(directory, run_dir), run_dir
-    finally:
-        cluster.down(directory)
+    with simulated_cluster(tmp_path_factory.mktemp(f"sim-{profile}"), 2, profile) as sim:
+        items = run_audit(sim / "inventory.ini", run_dir, "audit.k8s", K8S_VARS)
+    return {key: r for key, r in by_key(items).items() if key[0].startswith("audit.k8s.")}, run_dir
 
 
 def test_k8s_reference_has_no_kubernetes_failures(tmp_path_factory):

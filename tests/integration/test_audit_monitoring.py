@@ -8,26 +8,15 @@ reference profile must give no ``fail`` in these areas except the ones its simul
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from clustereval.sim import cluster
+from tests.integration.simrun import REQUIRES_SIM, audit_sim
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 TAGS = "audit.monitoring,audit.health,audit.scheduler,audit.sharedfs,audit.fleet.packages,audit.fleet.firmware"
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root"),
-    pytest.mark.skipif(not Path("/usr/sbin/slurmctld").exists(), reason="slurm-wlm is not installed"),
-]
+pytestmark = REQUIRES_SIM
 
 # Findings the reference simulation produces although the real healthy cluster it models would not:
 # the nodes run no metrics exporters (they share the host's network namespace, so a listener cannot be
@@ -35,38 +24,14 @@ pytestmark = [
 KNOWN_SIM_FINDINGS = {"audit.monitoring.exporters", "audit.scheduler.resource_limits"}
 
 
-def audit(inventory: Path, out: Path) -> list[dict]:
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}:{os.environ['PATH']}",
-           "ANSIBLE_NOCOLOR": "1"}
-    proc = subprocess.run([str(BIN / "ansible-playbook"), str(REPO / "playbooks" / "evaluate.yml"), "-i",
-                           str(inventory), "-e", "clustereval_phases=audit", "-e", f"clustereval_out={out}",
-                           "--tags", TAGS], capture_output=True, text=True, timeout=240, env=env, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line.strip()]
-
-
-def by_key(items: list[dict]) -> dict[tuple[str, str], dict]:
-    return {(r["check"], r["subject"]): r for r in items}
-
-
 @pytest.fixture(scope="module")
 def flawed(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("sim-audit-monitoring")
-    cluster.up(directory, 3, "audit-monitoring")
-    try:
-        yield by_key(audit(directory / "inventory.ini", tmp_path_factory.mktemp("run-flawed") / "run"))
-    finally:
-        cluster.down(directory)
+    return audit_sim(tmp_path_factory, "audit-monitoring", 3, TAGS)
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("sim-audit-monitoring-ref")
-    cluster.up(directory, 2, "reference")
-    try:
-        yield by_key(audit(directory / "inventory.ini", tmp_path_factory.mktemp("run-ref") / "run"))
-    finally:
-        cluster.down(directory)
+    return audit_sim(tmp_path_factory, "reference", 2, TAGS)
 
 
 def test_xid_in_kern_log_fails_only_the_node_that_logged_it(flawed):

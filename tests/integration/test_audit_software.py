@@ -4,49 +4,13 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from tests.integration.simrun import REQUIRES_SIM, audit_sim
 
-import pytest
-
-from clustereval.sim import cluster
-
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root"),
-    pytest.mark.skipif(not Path("/usr/sbin/slurmctld").exists(), reason="slurm-wlm is not installed"),
-]
-
-
-def audit(directory: Path, run_dir: Path, tags: str) -> dict[tuple[str, str], dict]:
-    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}:{os.environ['PATH']}",
-           "ANSIBLE_NOCOLOR": "1"}
-    proc = subprocess.run([str(BIN / "ansible-playbook"), str(REPO / "playbooks" / "evaluate.yml"),
-                           "-i", str(directory / "inventory.ini"), "-e", "clustereval_phases=audit",
-                           "--tags", tags, "-e", f"clustereval_out={run_dir}"],
-                          capture_output=True, text=True, timeout=240, env=env, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    items = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
-    return {(r["check"], r["subject"]): r for r in items}
-
-
-def sim_audit(tmp_path_factory, profile: str, nodes: int, tags: str):
-    directory = tmp_path_factory.mktemp(f"sim-{profile}")
-    cluster.up(directory, nodes, profile)
-    try:
-        return audit(directory, tmp_path_factory.mktemp("runs") / profile, tags)
-    finally:
-        cluster.down(directory)
+pytestmark = REQUIRES_SIM
 
 
 def test_reference_has_no_software_failures(tmp_path_factory):
-    results = sim_audit(tmp_path_factory, "reference", 2, "audit.software")
+    results = audit_sim(tmp_path_factory, "reference", 2, "audit.software")
     ours = {key: r for key, r in results.items() if key[0].startswith("audit.software.")}
     assert len(ours) == 2 * 10
     assert [r for r in ours.values() if r["status"] in ("fail", "error")] == []
@@ -61,7 +25,7 @@ def test_reference_has_no_software_failures(tmp_path_factory):
 
 
 def test_software_faults_are_found(tmp_path_factory):
-    results = sim_audit(tmp_path_factory, "audit-software", 3, "audit.software")
+    results = audit_sim(tmp_path_factory, "audit-software", 3, "audit.software")
     nccl = results[("audit.software.nccl", "node2")]
     assert nccl["status"] == "warn" and nccl["value"] == "2.14.3"
     assert results[("audit.software.enroot", "node2")]["status"] == "warn"

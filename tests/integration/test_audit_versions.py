@@ -6,50 +6,24 @@ profile gets no fail except the components the packaged table genuinely finds vu
 from __future__ import annotations
 
 import datetime as dt
-import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from clustereval import security_table
 from clustereval.results import problems
-from clustereval.sim import cluster
+from tests.integration.simrun import REQUIRES_SIM, audit_sim_items, by_key
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root"),
-    pytest.mark.skipif(not Path("/usr/sbin/slurmctld").exists(), reason="slurm-wlm is not installed"),
-    pytest.mark.skipif(shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists(),
-                       reason="openssh-server is not installed"),
-]
+pytestmark = REQUIRES_SIM
 
 
-def audit_versions(tmp_path: Path, profile: str, nodes: int, *extra: str) -> dict[tuple[str, str], dict]:
-    sim, run_dir = tmp_path / "sim", tmp_path / "run"
-    cluster.up(sim, nodes, profile)
-    try:
-        env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
-               "PATH": f"{BIN}:{os.environ['PATH']}"}
-        proc = subprocess.run([str(BIN / "ansible-playbook"), str(REPO / "playbooks" / "evaluate.yml"),
-                               "-i", str(sim / "inventory.ini"), "-e", "clustereval_phases=audit",
-                               "--tags", "audit.versions", "-e", f"clustereval_out={run_dir}", *extra],
-                              capture_output=True, text=True, timeout=240, env=env, cwd=REPO)
-        assert proc.returncode == 0, proc.stdout[-3000:]
-    finally:
-        cluster.down(sim)
-    items = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
+def audit_versions(tmp_path: Path, profile: str, nodes: int,
+                   extra_vars: dict[str, str] | None = None) -> dict[tuple[str, str], dict]:
+    items = audit_sim_items(tmp_path, profile, nodes, "audit.versions", extra_vars)
     for item in items:
         assert problems(item) == []
     assert {r["check"] for r in items if r["check"].startswith("audit.")} == set(_versions_checks())
-    return {(r["check"], r["subject"]): r for r in items}
+    return by_key(items)
 
 
 def _versions_checks() -> list[str]:
@@ -63,7 +37,7 @@ def test_audit_versions_profile_findings(tmp_path):
     data["generated"] = dt.date.today().isoformat()
     table = tmp_path / "minimums.yml"
     table.write_text(yaml.safe_dump(data))
-    keyed = audit_versions(tmp_path, "audit-versions", 3, "-e", f"clustereval_audit_security_table={table.as_uri()}")
+    keyed = audit_versions(tmp_path, "audit-versions", 3, {"clustereval_audit_security_table": table.as_uri()})
 
     fresh = keyed[("audit.versions.table_fresh", "_cluster")]
     assert fresh["status"] == "pass" and fresh["evidence"]["origin"] == table.as_uri()

@@ -7,10 +7,8 @@ each node's scratch directory.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -21,43 +19,20 @@ import yaml
 
 from clustereval.results import problems
 from clustereval.sim import cluster
+from tests.integration.simrun import BIN, REPO, REQUIRES_SIM, ansible_env, by_key, simulated_cluster
+from tests.integration.simrun import load_result_list as results
+from tests.integration.simrun import run_playbook as playbook
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 SMALL_FIO = ["-e", "clustereval_storage_fio_size_mib=32", "-e", "clustereval_storage_fio_runtime_s=1"]
 NODE_CHECKS = {"harness.node.reachable", "audit.gpu.inventory", "audit.os.kernel", "audit.slurm.node_state",
                "audit.slurm.gres"}
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root"),
-    pytest.mark.skipif(not Path("/usr/sbin/slurmctld").exists(), reason="slurm-wlm is not installed"),
-    pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed"),
-]
-
-
-def env() -> dict[str, str]:
-    return {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}:{os.environ['PATH']}",
-            "ANSIBLE_NOCOLOR": "1"}
+pytestmark = [*REQUIRES_SIM, pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")]
 
 
 def clustereval(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(BIN / "clustereval"), *args], capture_output=True, text=True, timeout=timeout,
-                          env=env(), cwd=REPO)
-
-
-def playbook(inventory: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "ansible-playbook"), str(REPO / "playbooks" / "evaluate.yml"),
-                           "-i", str(inventory), *args], capture_output=True, text=True, timeout=timeout,
-                          env=env(), cwd=REPO)
-
-
-def results(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
-
-
-def by_key(items: list[dict]) -> dict[tuple[str, str], dict]:
-    return {(r["check"], r["subject"]): r for r in items}
+                          env=ansible_env(), cwd=REPO)
 
 
 def profile_with(tmp: Path, nodes: dict) -> Path:
@@ -69,10 +44,8 @@ def profile_with(tmp: Path, nodes: dict) -> Path:
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("sim-ref")
-    cluster.up(directory, 4, "reference")
-    yield directory
-    cluster.down(directory)
+    with simulated_cluster(tmp_path_factory.mktemp("sim-ref"), 4, "reference") as directory:
+        yield directory
 
 
 @pytest.fixture(scope="module")
@@ -178,14 +151,10 @@ def test_bad_variable_is_refused_before_anything_runs(reference, tmp_path):
 
 
 def test_flawed_profile_findings(tmp_path):
-    sim = tmp_path / "sim"
-    cluster.up(sim, 4, "flawed")
-    try:
+    with simulated_cluster(tmp_path / "sim", 4, "flawed") as sim:
         run_dir = tmp_path / "run"
         proc = clustereval("evaluate", "-i", str(sim / "inventory.ini"), "--phases", "audit", "--out", str(run_dir))
         assert proc.returncode == 0, proc.stderr[-3000:]
-    finally:
-        cluster.down(sim)
     keyed = by_key(results(run_dir))
     assert keyed[("audit.gpu.inventory", "node1")]["status"] == "pass"
     assert keyed[("audit.gpu.inventory", "node2")]["value"] == 7
@@ -204,14 +173,11 @@ def test_flawed_profile_findings(tmp_path):
 
 
 def test_unreachable_node_from_the_start(tmp_path):
-    sim = tmp_path / "sim"
-    cluster.up(sim, 3, str(profile_with(tmp_path, {"node3": {"faults": {"unreachable": True}}})))
-    try:
+    unreachable_node3 = str(profile_with(tmp_path, {"node3": {"faults": {"unreachable": True}}}))
+    with simulated_cluster(tmp_path / "sim", 3, unreachable_node3) as sim:
         run_dir = tmp_path / "run"
         proc = clustereval("evaluate", "-i", str(sim / "inventory.ini"), "--out", str(run_dir), *SMALL_FIO)
         assert proc.returncode != 0  # ansible reports the unreachable host
-    finally:
-        cluster.down(sim)
     keyed = by_key(results(run_dir))
     assert keyed[("harness.node.reachable", "node3")]["status"] == "fail"
     assert ("audit.gpu.inventory", "node3") not in keyed
@@ -224,7 +190,6 @@ def test_unreachable_node_from_the_start(tmp_path):
 
 def test_sshd_dies_mid_run_keeps_what_was_measured(tmp_path):
     sim = tmp_path / "sim"
-    cluster.up(sim, 3, "reference")
     run_dir = tmp_path / "run"
     killed: list[int] = []
 
@@ -238,13 +203,13 @@ def test_sshd_dies_mid_run_keeps_what_was_measured(tmp_path):
             time.sleep(0.05)
 
     watcher = threading.Thread(target=kill_after_audit)
-    watcher.start()
-    try:
-        proc = playbook(sim / "inventory.ini", "-e", f"clustereval_out={run_dir}",
-                        "-e", "clustereval_storage_fio_size_mib=32", "-e", "clustereval_storage_fio_runtime_s=2")
-    finally:
-        watcher.join()
-        cluster.down(sim)
+    with simulated_cluster(sim, 3, "reference"):
+        watcher.start()
+        try:
+            proc = playbook(sim / "inventory.ini", "-e", f"clustereval_out={run_dir}",
+                            "-e", "clustereval_storage_fio_size_mib=32", "-e", "clustereval_storage_fio_runtime_s=2")
+        finally:
+            watcher.join()
     assert killed, "the watcher never saw the audit finish"
     assert proc.returncode != 0
     keyed = by_key(results(run_dir))
