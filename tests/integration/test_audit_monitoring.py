@@ -2,8 +2,7 @@
 
 The flawed profile ``audit-monitoring`` gives node2 a hardware Xid in its kernel log and the powersave
 governor under acpi-cpufreq, and node3 another slurmd package version and another GPU VBIOS; the
-reference profile must give no ``fail`` in these areas except the ones its simulation cannot avoid
-(named in ``KNOWN_SIM_FINDINGS`` with the reason).
+reference profile must give no ``fail`` in these areas.
 """
 
 from __future__ import annotations
@@ -18,10 +17,10 @@ TAGS = "audit.monitoring,audit.health,audit.scheduler,audit.sharedfs,audit.fleet
 
 pytestmark = REQUIRES_SIM
 
-# Findings the reference simulation produces although the real healthy cluster it models would not:
-# the nodes run no metrics exporters (they share the host's network namespace, so a listener cannot be
-# per node), and slurm.conf declares CPUs=8 / RealMemory=16000 whatever the host has.
-KNOWN_SIM_FINDINGS = {"audit.monitoring.exporters", "audit.scheduler.resource_limits"}
+# Findings the reference simulation produces although the real healthy cluster it models would not
+# (none now: every node runs dcgm-exporter and node exporter, and slurm.conf declares the machine's
+# real CPUs and memory).
+KNOWN_SIM_FINDINGS: set[str] = set()
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +59,7 @@ def test_fleet_names_the_drifting_package_and_vbios(flawed):
 def test_slurm_configuration_findings_of_the_sim(flawed):
     assert flawed[("audit.health.healthcheck_program", "node1")]["status"] == "pass"
     assert flawed[("audit.health.auto_remediation", "node1")]["status"] == "pass"
-    assert flawed[("audit.health.dcgm", "node1")]["status"] == "warn"  # the sim's health check never calls dcgmi
+    assert flawed[("audit.health.dcgm", "node1")]["status"] == "pass"  # the sim's health check runs dcgmi health
     accounting = flawed[("audit.scheduler.accounting", "node1")]
     assert accounting["status"] == "warn" and "accounting_storage/none" in accounting["summary"]
     assert flawed[("audit.scheduler.commands", "node1")]["status"] == "pass"
@@ -77,6 +76,8 @@ def test_reference_has_no_fail_in_these_areas(reference):
     assert failing == {}
     assert all(r["status"] != "error" for r in mine.values())
     assert reference[("audit.sharedfs.shared_fs", "_cluster")]["status"] == "warn"  # no shared FS in the sim
+    for check in ("audit.monitoring.exporters", "audit.scheduler.resource_limits"):
+        assert reference[(check, "node1")]["status"] == "pass", reference[(check, "node1")]["summary"]
 
 
 def test_tools_exist():

@@ -257,3 +257,10 @@ def test_dcgmi_parses(tmp_path):
     parse = parser_or_skip("dcgmi")
     result = parse(text(shim(node_root(tmp_path), "dcgmi", "discovery", "-l")))
     assert result["complete"] and result["gpu_count"] == 8
+
+
+def test_dcgmi_health_check_is_the_real_healthy_report_byte_for_byte(tmp_path):
+    ours = text(shim(node_root(tmp_path), "dcgmi", "health", "-g", "0", "-c"))
+    assert ours == read_corpus("dcgmi", "health-c-healthy-4x-l4-aws-minimal-report.txt")
+    parse = parser_or_skip("dcgmi")
+    assert str(parse(ours)["overall"]).lower() == "healthy"

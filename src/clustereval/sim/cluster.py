@@ -364,6 +364,10 @@ XID=$(grep -o 'NVRM: Xid ([^)]*): [0-9]*' "$KMSG" | tail -1 | sed 's/.*: //')
 if [ -n "$XID" ] && ! SLURM_CONF={conf} /usr/bin/scontrol show node "$NODE" | grep -q "Reason=XID $XID"; then
   SLURM_CONF={conf} /usr/bin/scontrol update nodename="$NODE" state=drain reason="XID $XID"
 fi
+# DCGM's background watches: anything but "Healthy" takes the node out of service too.
+if [ -x /sim/bin/dcgmi ] && ! /sim/bin/dcgmi health -g 0 -c 2>/dev/null | grep -q "Overall Health *| Healthy"; then
+  SLURM_CONF={conf} /usr/bin/scontrol update nodename="$NODE" state=drain reason="DCGM health"
+fi
 exit 0
 """
 

@@ -70,6 +70,13 @@ def version_block(node):
     return "\n" + body + "\nHostengine build info:\n" + body
 
 
+def health_report(node):
+    """``dcgmi health -c`` of a node whose watches found nothing (the layout of a real DCGM 3.x report)."""
+    rule = "+---------------------------+----------------------------------------------------------+\n"
+    return (rule + "| Health Monitor Report" + " " * 64 + "|\n"
+            + rule.replace("-", "=") + "| Overall Health            | Healthy" + " " * 50 + "|\n" + rule)
+
+
 def main(argv):
     try:
         node = load_node()
@@ -81,6 +88,9 @@ def main(argv):
         return 255
     if argv in (["-v"], ["--version"]):
         sys.stdout.write(version_block(node))
+        return 0
+    if argv and argv[0] == "health" and any(a in ("-c", "--check") for a in argv[1:]):
+        sys.stdout.write(health_report(node))
         return 0
     if argv and argv[0] == "discovery" and any(a in ("-l", "--list") for a in argv[1:]):
         sys.stdout.write(discovery_list(node))
