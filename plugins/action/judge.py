@@ -109,15 +109,17 @@ class ActionModule(ActionBase):
         run_tags = list(task_vars.get("ansible_run_tags") or ["all"])
         skip_tags = list(task_vars.get("ansible_skip_tags") or [])
         results = []
+        parse_cache: dict[str, Any] = {}
         for check_id in check_ids:
             if not checks.selected(check_id, run_tags, skip_tags):
                 continue
-            ctx = checks.Context(options=dict(options), **ctx_args)
+            ctx = checks.Context(options=dict(options), parse_cache=parse_cache, **ctx_args)
             results.append(checks.evaluate(check_id, ctx, run_id))
         facts = {}
         if fleet_hosts is None and probes:
             facts = {"clustereval_facts": {**(task_vars.get("clustereval_facts") or {}),
-                                           **checks.host_facts(checks.Context(subject=subject, probes=probes)),
+                                           **checks.host_facts(checks.Context(subject=subject, probes=probes,
+                                                                                  parse_cache=parse_cache)),
                                            "harness": options["harness"]}}
         counts: dict[str, int] = {}
         for item in results:

@@ -50,6 +50,12 @@ class CallbackModule(CallbackBase):
 
         checks.registered()
         parsers.tools()
+        from clustereval import security_table
+
+        try:
+            security_table.packaged()
+        except security_table.TableError:
+            pass  # the versions checks report an unreadable table themselves
         self.run_dir: str | None = None
         self.run_id = "unknown"
         self.pending: list[dict[str, Any]] = []

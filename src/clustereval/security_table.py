@@ -15,6 +15,7 @@ firmware (``28.39.1002``) and Ubuntu kernels (``6.8.0-124-generic``).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
 import urllib.request
@@ -356,7 +357,8 @@ def validate(data: Any, origin: str) -> dict[str, Any]:
 
 def _parse_text(text: str, origin: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(text)  # YAML is a superset of the JSON a web service would publish
+        # YAML is a superset of the JSON a web service would publish; libyaml's loader when present.
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise TableError(f"{origin}: not YAML or JSON: {exc}") from None
     return validate(data, origin)
@@ -373,7 +375,9 @@ def _fetch(url: str, timeout: float) -> str:
     return body.decode("utf-8", errors="replace")
 
 
+@functools.cache
 def packaged() -> Table:
+    """The table shipped with the package (read once per process)."""
     text = resources.files("clustereval").joinpath(PACKAGED).read_text(encoding="utf-8")
     return Table(_parse_text(text, PACKAGED), PACKAGED)
 

@@ -61,7 +61,8 @@ class Context:
     options: dict[str, Any] = field(default_factory=dict)
     used: list[str] = field(default_factory=list)
     extra_artifacts: list[str] = field(default_factory=list)
-    _parsed: dict[str, Any] = field(default_factory=dict)
+    # Parsed probe outputs, shared by every check judged from the same probes (parse once per node).
+    parse_cache: dict[str, Any] = field(default_factory=dict)
 
     def probe(self, name: str) -> dict[str, Any]:
         """The raw probe ``name``; raises Skip / HarnessError / ProbeFailed as its outcome says."""
@@ -80,8 +81,10 @@ class Context:
 
     def parsed(self, name: str) -> dict[str, Any]:
         """The probe's output parsed with its tool's parser (cached); parse errors are harness errors."""
-        if name in self._parsed:
-            return self._parsed[name]
+        if name in self.parse_cache:
+            if name not in self.used:
+                self.used.append(name)
+            return self.parse_cache[name]
         probe = self.probe(name)
         tool = probe.get("parser")
         if not tool:
@@ -90,7 +93,7 @@ class Context:
             data = parse(tool, probe.get("stdout", ""))
         except ParseError as exc:
             raise HarnessError(f"could not parse `{probe.get('cmd')}` output: {exc}") from None
-        self._parsed[name] = data
+        self.parse_cache[name] = data
         return data
 
     def limit(self, area: str, check: str) -> baselines.Limit:
