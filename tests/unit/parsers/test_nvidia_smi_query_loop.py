@@ -94,16 +94,6 @@ def test_unusable_output(text, reason):
         parse("nvidia-smi-query", text)
 
 
-def test_truncation_anywhere_only_gives_results_or_parse_error():
-    text = read_corpus(*LOOP)
-    fn = get("nvidia-smi-query-loop")
-    for cut in range(0, len(text), 97):
-        try:
-            fn(text[:cut])
-        except ParseError:
-            pass
-
-
 def test_reason_mask_with_several_and_unknown_bits():
     text = "index, clocks_throttle_reasons.active\n0, 0x0000000000000044\n1, 0x0000000000001000\n"
     rows = parse("nvidia-smi-query", text)["rows"]
