@@ -19,6 +19,7 @@ from typing import Any
 
 from clustereval import baselines, security_table
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
+from clustereval.parsers import ParseError, parse
 
 PROBE = "versions_inventory"
 GPU_PROBE = "nvidia_smi_q_x"
@@ -83,20 +84,22 @@ def nvcc_version(text: str) -> str | None:
 
 
 def driver_from_proc(text: str) -> str | None:
-    """The loaded module's version from ``/proc/driver/nvidia/version`` (proprietary or open module)."""
-    match = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", text)
-    return match.group(1) if match else None
+    """The loaded module's version from ``/proc/driver/nvidia/version`` (the ``proc-driver-nvidia`` parser)."""
+    try:
+        return parse("proc-driver-nvidia", text).get("driver_version")
+    except ParseError:
+        return None
 
 
 def dcgm_versions(text: str) -> dict[str, str]:
-    """``{"client": …, "hostengine": …}`` from ``dcgmi -v`` (the host-engine block only when it answered)."""
-    client, _, engine = text.partition("Hostengine build info:")
-    out = {}
-    for key, part in (("client", client), ("hostengine", engine)):
-        match = re.search(r"^\s*Version\s*:\s*(\S+)", part, re.MULTILINE)
-        if match:
-            out[key] = match.group(1)
-    return out
+    """``{"client": …, "hostengine": …}`` from ``dcgmi -v`` (the ``dcgmi`` parser; the host-engine entry only
+    when it answered)."""
+    try:
+        data = parse("dcgmi", text)
+    except ParseError:
+        return {}
+    found = {"client": (data.get("client") or {}).get("version"), "hostengine": data.get("hostengine_version")}
+    return {key: value for key, value in found.items() if value}
 
 
 def exporter_version(text: str) -> str | None:
