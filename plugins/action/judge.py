@@ -1,7 +1,7 @@
 """Action ``clustereval.gpu.judge``: keep raw probe output as artifacts and turn it into check results.
 
 Runs on the controller (no connection to the node). The results it returns under
-``clustereval_results`` are appended to ``results.jsonl`` by the ``clustereval.gpu.results`` callback.
+``clustereval_results_json`` (one JSON string) are appended to ``results.jsonl`` by the ``clustereval.gpu.results`` callback.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ansible.plugins.action import ActionBase
 
 from clustereval import checks
 from clustereval.checks import catalogue
-from clustereval.results import CLUSTER_SUBJECT
+from clustereval.results import CLUSTER_SUBJECT, TASK_RESULT_KEY, to_task_result
 
 DOCUMENTATION = r"""
 ---
@@ -94,14 +94,14 @@ class ActionModule(ActionBase):
         probes = self._keep_artifacts(run_dir, subject, dict(args.get("probes") or {}))
         fleet = {}
         if fleet_hosts is not None:
+            # Each hostvars lookup templates all of that host's variables: once per host.
             hostvars = task_vars.get("hostvars", {})
             fleet = {h: (hostvars[h].get("clustereval_facts") if h in hostvars else None) for h in fleet_hosts}
         options = dict(args.get("options") or {})
         if fleet_hosts is None:
             options["harness"] = checks.detect_harness(options.get("harness"), probes)
         else:
-            harnesses = {(task_vars.get("hostvars", {}).get(h, {}).get("clustereval_facts") or {}).get("harness")
-                         for h in fleet_hosts}
+            harnesses = {(known or {}).get("harness") for known in fleet.values()}
             harnesses.discard(None)
             options["harness"] = checks.detect_harness(options.get("harness"), {},
                                                        fleet=sorted(harnesses))
@@ -124,7 +124,8 @@ class ActionModule(ActionBase):
         counts: dict[str, int] = {}
         for item in results:
             counts[item["status"]] = counts.get(item["status"], 0) + 1
-        result.update(changed=False, clustereval_results=results, clustereval_run_dir=run_dir,
+        result.update(changed=False, clustereval_run_dir=run_dir,
+                      **{TASK_RESULT_KEY: to_task_result(results)},
                       ansible_facts=facts,
                       msg=", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no check selected")
         return result

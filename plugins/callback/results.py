@@ -75,18 +75,23 @@ class CallbackModule(CallbackBase):
         return checks.make_result(check_id, host, verdict, run_id=self.run_id, artifacts=[],
                                   started=results.now_iso(), duration_s=0.0)
 
-    def _take(self, result_dict: dict[str, Any]) -> None:
+    def _take(self, result_dict: dict[str, Any], host: str) -> None:
         run_dir = result_dict.get("clustereval_run_dir")
         if run_dir and self.run_dir is None:
             self.run_dir = run_dir
             self.run_id = result_dict.get("clustereval_run_id") or self.run_id
-        self._record(list(result_dict.get("clustereval_results") or []))
+        try:
+            items = results.from_task_result(result_dict)
+        except ValueError as exc:
+            items = [self._harness_result("harness.task.failed", host, checks.Verdict(
+                "error", f"a task returned unreadable results: {exc}", evidence={"error": str(exc)[:2000]}))]
+        self._record(items)
 
     def v2_runner_on_ok(self, result) -> None:
-        self._take(result._result)
+        self._take(result._result, result._host.get_name())
 
     def v2_runner_item_on_ok(self, result) -> None:
-        self._take(result._result)
+        self._take(result._result, result._host.get_name())
 
     def v2_runner_on_unreachable(self, result) -> None:
         host = result._host.get_name()

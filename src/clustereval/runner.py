@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clustereval import results
 from clustereval.runinfo import default_run_dir
 
 
@@ -39,7 +40,11 @@ def _progress_printer(stream) -> Callable[[dict[str, Any]], bool]:
             print(f"  UNREACHABLE  {data.get('host')}: {str(res.get('msg', ''))[:160]}", file=stream, flush=True)
         if name == "playbook_on_play_start":
             print(f"== {data.get('play')}", file=stream, flush=True)
-        for item in res.get("clustereval_results") or []:
+        try:
+            items = results.from_task_result(res)
+        except ValueError:
+            items = []  # the results callback records the harness error
+        for item in items:
             done["checks"] += 1
             seen_hosts.add(item.get("subject", "?"))
             print(f"  [{done['checks']:4d} checks, {len(seen_hosts):3d} subjects] {item.get('status', '?'):5s} "

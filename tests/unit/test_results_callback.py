@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from clustereval.results import load, problems
+from clustereval.results import TASK_RESULT_KEY, load, problems, to_task_result
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,10 +33,10 @@ def a_result(subject: str) -> dict:
 
 def test_results_before_the_run_dir_is_known_are_kept_and_written(tmp_path):
     cb = callback()
-    cb.v2_runner_on_ok(task_result("n1", {"clustereval_results": [a_result("n1")]}))
+    cb.v2_runner_on_ok(task_result("n1", {TASK_RESULT_KEY: to_task_result([a_result("n1")])}))
     assert not (tmp_path / "results.jsonl").exists()
     cb.v2_runner_on_ok(task_result("localhost", {"clustereval_run_dir": str(tmp_path), "clustereval_run_id": "r"}))
-    cb.v2_runner_on_ok(task_result("n2", {"clustereval_results": [a_result("n2")]}))
+    cb.v2_runner_on_ok(task_result("n2", {TASK_RESULT_KEY: to_task_result([a_result("n2")])}))
     results, warnings = load(tmp_path)
     assert [r["subject"] for r in results] == ["n1", "n2"] and warnings == []
 
@@ -55,11 +55,22 @@ def test_unreachable_is_recorded_once_and_a_failed_task_is_a_harness_error(tmp_p
     assert all(problems(r) == [] for r in results)
 
 
+def test_unreadable_task_results_are_a_harness_error_not_lost_silently(tmp_path):
+    cb = callback()
+    cb.v2_runner_on_ok(task_result("localhost", {"clustereval_run_dir": str(tmp_path), "clustereval_run_id": "r"}))
+    cb.v2_runner_on_ok(task_result("n1", {TASK_RESULT_KEY: '[{"check": "audit.os.kernel"'}))
+    cb.v2_runner_on_ok(task_result("n2", {TASK_RESULT_KEY: '{"not": "a list"}'}))
+    results, _ = load(tmp_path)
+    assert [(r["check"], r["subject"], r["status"]) for r in results] == [
+        ("harness.task.failed", "n1", "error"), ("harness.task.failed", "n2", "error")]
+    assert "unreadable results" in results[0]["summary"]
+
+
 def test_end_of_playbook_scores_and_reports(tmp_path):
     cb = callback()
     (tmp_path / "run.json").write_text(json.dumps({"run_id": "r", "started": "2026-11-30T00:00:00Z"}))
     cb.v2_runner_on_ok(task_result("localhost", {"clustereval_run_dir": str(tmp_path), "clustereval_run_id": "r",
-                                                 "clustereval_results": [a_result("n1")]}))
+                                                 TASK_RESULT_KEY: to_task_result([a_result("n1")])}))
     stats = SimpleNamespace(processed={"n1": 1}, summarize=lambda host: {"ok": 3, "failures": 0})
     cb.v2_playbook_on_stats(stats)
     for name in ("score.json", "report.md", "junit.xml"):

@@ -40,7 +40,11 @@ def parse_packages(text: str) -> tuple[str | None, dict[str, str]]:
 
 @facts
 def fleet_facts(ctx: Context) -> dict[str, Any]:
-    """Package list (with a digest to compare cheaply) and firmware versions of this host."""
+    """Package list (with a digest to compare cheaply) and firmware versions of this host.
+
+    The list is kept as its ``name<TAB>version`` text, one string: host facts travel through Ansible, which
+    walks every nested value of them (a thousand-package dict per host cost more than the probes).
+    """
     out: dict[str, Any] = {"problems": {}, "artifacts": {}}
     try:
         manager, packages = parse_packages(ctx.probe(PACKAGES_PROBE).get("stdout", ""))
@@ -49,7 +53,7 @@ def fleet_facts(ctx: Context) -> dict[str, Any]:
         if manager != "none" and not packages:
             raise HarnessError(f"{manager} listed no installed packages")
         body = "\n".join(f"{k}\t{v}" for k, v in sorted(packages.items()))
-        out.update(fleet_package_manager=manager, fleet_packages=packages,
+        out.update(fleet_package_manager=manager, fleet_packages=body,
                    fleet_packages_digest=hashlib.sha256(body.encode()).hexdigest()[:16])
     except (Skip, HarnessError, ProbeFailed) as exc:
         out["problems"]["fleet_packages"] = str(exc)
@@ -109,6 +113,11 @@ def package_diff(fleet: dict[str, str], node: dict[str, str]) -> list[str]:
     return sorted(changed + missing + extra, key=lambda item: not GPU_STACK.match(item))
 
 
+def _package_list(known: dict[str, Any]) -> dict[str, str]:
+    """``{name: version}`` of a host's ``fleet_packages`` fact (its ``name<TAB>version`` lines)."""
+    return dict(line.split("\t", 1) for line in str(known.get("fleet_packages") or "").splitlines() if "\t" in line)
+
+
 @check("audit.fleet.packages")
 def packages(ctx: Context) -> Verdict:
     digests, not_assessed = _split(ctx, "fleet_packages_digest", "fleet_packages")
@@ -121,8 +130,8 @@ def packages(ctx: Context) -> Verdict:
         raise Skip("no node has dpkg or rpm to list packages")
     majority_digest, _ = Counter(digests.values()).most_common(1)[0]
     reference = next(h for h, d in digests.items() if d == majority_digest)
-    fleet_pkgs = ctx.fleet[reference]["fleet_packages"]
-    odd = {h: package_diff(fleet_pkgs, ctx.fleet[h]["fleet_packages"]) for h, d in digests.items()
+    fleet_pkgs = _package_list(ctx.fleet[reference])
+    odd = {h: package_diff(fleet_pkgs, _package_list(ctx.fleet[h])) for h, d in digests.items()
            if d != majority_digest}
     evidence.update(fleet_digest=majority_digest, reference_node=reference, packages=len(fleet_pkgs),
                     odd_nodes={h: diff[:50] for h, diff in odd.items()})

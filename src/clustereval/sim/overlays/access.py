@@ -8,6 +8,10 @@ accounts in /etc/passwd only; ``sssd``: nsswitch and PAM use SSSD, whose daemon 
 runs, so directory lookups are down). Faults override them: ``access_ssh_between_nodes`` (bool) and
 ``access_idp`` (``local`` | ``sssd``).
 
+Root's shell start-up files are the stock ones of a fresh Debian install (base-files' ``dot.bashrc`` and
+``dot.profile``): the host's own (pyenv, cargo, ...) are not the node's, and sshd runs ``~/.bashrc`` for every
+command, so a host's heavy start-up file would slow every simulated SSH exchange.
+
 Only files inside the node's mount namespace change (the overlay over ``/root`` and ``/etc``); the
 host's own ``/root/.ssh`` is never written.
 """
@@ -35,7 +39,24 @@ def _cluster_ssh_dir(tree) -> Path | None:
     return ssh if (ssh / "id_ed25519").is_file() else None
 
 
+STOCK_HOME = {".bashrc": "/usr/share/base-files/dot.bashrc", ".profile": "/usr/share/base-files/dot.profile"}
+# What Debian 12's base-files ships, for hosts without that package.
+STOCK_FALLBACK = {".bashrc": "# ~/.bashrc: executed by bash(1) for non-login shells.\n",
+                  ".profile": "# ~/.profile: executed by Bourne-compatible login shells.\n\n"
+                              "if [ \"$BASH\" ]; then\n  if [ -f ~/.bashrc ]; then\n    . ~/.bashrc\n  fi\nfi\n\n"
+                              "mesg n 2> /dev/null || true\n"}
+
+
+def _stock_home(name: str) -> str:
+    try:
+        return Path(STOCK_HOME[name]).read_text()
+    except OSError:
+        return STOCK_FALLBACK[name]
+
+
 def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
+    for name in STOCK_HOME:
+        tree.file(f"/root/{name}", _stock_home(name), 0o644)
     if _setting(settings, "ssh_between_nodes", True):
         ssh = _cluster_ssh_dir(tree)
         if ssh is not None:

@@ -18,8 +18,8 @@ from typing import Any
 FAULTS = {"driver_module_version", "iommu_mode", "pcie_acs_redirect", "container_toolkit_unconfigured",
           "bluefield_rshim_exposed"}
 SHIMS = {"lspci": "lspci.py", "nvidia-ctk": "gpustack_nvidia_ctk.py",
-         # nvidia-smi gains `topo -m` through a wrapper that hands every other call to the original shim.
-         "nvidia-smi": "gpustack_nvidia_smi.py", "nvidia-smi-core": "nvidia_smi.py"}
+         # nvidia-smi gains `topo -m` through a front that hands every other call to the original shim.
+         "nvidia-smi": "gpustack_nvidia_smi.py"}
 
 CDI_SPEC = """---
 cdiVersion: 0.5.0

@@ -35,7 +35,7 @@ def _shim(name: str) -> str:
     body = (SHIM_DIR / name).read_text()
     if body.startswith("#!"):
         body = body.split("\n", 1)[1]
-    return "#!/usr/bin/python3\n" + body
+    return "#!/usr/bin/python3 -IS\n" + body  # standard library only: no site-packages to scan
 
 
 def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:

@@ -70,9 +70,11 @@ def main(argv):
             return 0
         sys.stdout.write("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n")
         return 2
-    core = os.path.join(os.path.dirname(os.path.abspath(sys.argv[0])), "nvidia-smi-core")
-    os.execv(sys.executable, [sys.executable, core, *argv])
-    return 1
+    # Everything else is the original shim's, run in this process (its module sits beside this one).
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import nvidia_smi
+
+    return nvidia_smi.main(argv)
 
 
 if __name__ == "__main__":
