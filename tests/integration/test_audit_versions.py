@@ -57,6 +57,11 @@ def test_audit_versions_profile_findings(tmp_path):
     assert keyed[("audit.versions.dcgm", "node1")]["status"] == "pass"
     assert keyed[("audit.versions.dcgm", "node3")]["status"] == "fail"
 
+    # node1's kernel is the newest image in its /boot; node3 has a newer one installed and not booted.
+    assert keyed[("audit.versions.kernel_pending", "node1")]["status"] == "pass"
+    pending = keyed[("audit.versions.kernel_pending", "node3")]
+    assert pending["status"] == "warn" and "reboot pending" in pending["summary"]
+
 
 # Components the packaged table finds vulnerable in the reference profile as it stands (see the
 # report to the coordinator): DCGM 3.3.6 < 4.5.3 (a_id 5857), the simulated nvidia-ctk 1.17.8 < 1.19.1

@@ -199,6 +199,12 @@ class TestJobAttribution:
         progs = programs(("Prolog", "/etc/slurm/prolog.sh", text, True))
         assert run("audit.monitoring.job_attribution", {**gpus(), **dcgmi(), **progs})["status"] == "pass"
 
+    def test_warn_when_the_tagging_is_only_in_a_comment(self):
+        text = "#!/bin/sh\n# dcgmi stats --jstart $SLURM_JOB_ID  (disabled: nv-hostengine was too slow)\nexit 0\n"
+        progs = programs(("Prolog", "/etc/slurm/prolog.sh", text, True))
+        result = run("audit.monitoring.job_attribution", {**gpus(), **dcgmi(), **progs})
+        assert result["status"] == "warn" and "/etc/slurm/prolog.sh" in result["summary"]
+
     def test_warn_without_hooks(self):
         result = run("audit.monitoring.job_attribution", {**gpus(), **dcgmi(), **programs()})
         assert result["status"] == "warn" and "no prolog or epilog" in result["summary"]

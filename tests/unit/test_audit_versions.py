@@ -605,6 +605,24 @@ class TestKernelPending:
         assert run("audit.versions.kernel_pending", {})["status"] == "error"
 
 
+class TestSimulatedBootImages:
+    """The simulated node's /boot, as the versions area lays it out, read by the real check."""
+
+    def test_running_kernel_image_is_listed_and_a_pending_one_is_newer(self):
+        from clustereval.sim.overlays import versions
+
+        assert versions.newer_kernel("6.18.44-fc-v657") == "6.18.45-fc-v657"
+        assert versions.newer_kernel("6.8.0-124-generic") == "6.8.1-124-generic"
+        assert versions.boot_images({}, "6.8.0-1-generic") == ["6.8.0-1-generic"]
+        assert versions.boot_images({"faults": {"kernel_outside_os": True}}, "6.8.0-1-generic") == []
+        images = versions.boot_images({"faults": {"kernel_pending": True}}, "6.18.44-fc-v657")
+        boot = "".join(f"vmlinuz-{r}\n" for r in images)
+        result = grade("audit.versions.kernel_pending", uname="6.18.44-fc-v657", boot=boot)
+        assert result["status"] == "warn" and "6.18.45-fc-v657" in result["summary"]
+        boot = "".join(f"vmlinuz-{r}\n" for r in versions.boot_images({}, "6.18.44-fc-v657"))
+        assert grade("audit.versions.kernel_pending", uname="6.18.44-fc-v657", boot=boot)["status"] == "pass"
+
+
 class TestKernelAdvisories:
     def test_pass_and_fail_on_ubuntu_noble(self):
         abi = comp("kernel")["entries"][0]["minimum_abi"]

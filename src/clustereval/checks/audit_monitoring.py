@@ -244,6 +244,11 @@ def cpu_governor(ctx: Context) -> Verdict:
                    evidence=evidence)
 
 
+def _code(script: str) -> str:
+    """A shell script without its comment lines: a commented-out `dcgmi stats` call tags no job."""
+    return "\n".join(line for line in script.splitlines() if not line.lstrip().startswith("#"))
+
+
 @check("audit.monitoring.job_attribution")
 def job_attribution(ctx: Context) -> Verdict:
     if has_gpus(ctx) is False:
@@ -251,13 +256,13 @@ def job_attribution(ctx: Context) -> Verdict:
     found = programs(ctx)
     hooks = [p for p in found["programs"] if p["key"] in ("Prolog", "Epilog", "TaskProlog", "PrologSlurmctld")]
     evidence: dict[str, Any] = {"programs": [{k: p[k] for k in ("key", "path", "exists")} for p in hooks]}
-    using = [p for p in hooks if ATTRIBUTION.search(p["text"] or "")]
+    using = [p for p in hooks if ATTRIBUTION.search(_code(p["text"] or ""))]
     evidence["attribution_in"] = [p["path"] for p in using]
     if not using:
         where = ", ".join(p["path"] for p in hooks) or "no prolog or epilog configured"
         return Verdict("warn", f"GPU metrics cannot be tied to Slurm jobs: no prolog/epilog starts DCGM job stats or "
                        f"writes dcgm-exporter's job mapping ({where})", None, evidence=evidence)
-    needs_dcgmi = any(re.search(r"dcgmi\s+stats", p["text"] or "") for p in using)
+    needs_dcgmi = any(re.search(r"dcgmi\s+stats", _code(p["text"] or "")) for p in using)
     dcgmi = ctx.probes.get("health_dcgmi_version") or {}
     if needs_dcgmi and (dcgmi.get("missing") or dcgmi.get("rc") not in (0, None)):
         return Verdict("fail", f"{using[0]['path']} calls `dcgmi stats` but dcgmi does not work on {ctx.subject}: "

@@ -325,6 +325,8 @@ def _slurm_conf(directory: Path, state: dict[str, Any], nodes: list[dict[str, An
         "MinJobAge=30",
         "KillWait=5",
         "Waittime=0",
+        f"Prolog={slurm / 'prolog.sh'}",
+        f"Epilog={slurm / 'epilog.sh'}",
         f"HealthCheckProgram={slurm / 'healthcheck.sh'}",
         f"HealthCheckInterval={HEALTHCHECK_INTERVAL_S}",
         "HealthCheckNodeState=ANY",
@@ -369,6 +371,28 @@ fi
 if [ -x /sim/bin/dcgmi ] && ! /sim/bin/dcgmi health -g 0 -c 2>/dev/null | grep -q "Overall Health *| Healthy"; then
   SLURM_CONF={conf} /usr/bin/scontrol update nodename="$NODE" state=drain reason="DCGM health"
 fi
+exit 0
+"""
+
+
+# Prolog/Epilog as sites that tie GPU metrics to jobs run them: one file per GPU index of the job, holding
+# its id, in the directory dcgm-exporter reads (--hpc-job-mapping-dir, here node-private under /sim).
+JOB_MAP_DIR = "/sim/run/dcgm-job-map"
+PROLOG = """#!/bin/sh
+# Slurm Prolog: map this job's GPUs to its id for dcgm-exporter's HPC job mapping.
+DCGM_HPC_JOB_MAPPING_DIR={job_map}
+[ -n "$SLURM_JOB_GPUS" ] || exit 0
+mkdir -p "$DCGM_HPC_JOB_MAPPING_DIR" || exit 0
+IFS=,
+for gpu in $SLURM_JOB_GPUS; do echo "$SLURM_JOB_ID" > "$DCGM_HPC_JOB_MAPPING_DIR/$gpu"; done
+exit 0
+"""
+EPILOG = """#!/bin/sh
+# Slurm Epilog: the job's GPUs no longer belong to it in dcgm-exporter's HPC job mapping.
+DCGM_HPC_JOB_MAPPING_DIR={job_map}
+[ -n "$SLURM_JOB_GPUS" ] || exit 0
+IFS=,
+for gpu in $SLURM_JOB_GPUS; do rm -f "$DCGM_HPC_JOB_MAPPING_DIR/$gpu"; done
 exit 0
 """
 
@@ -588,6 +612,9 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     (p["slurm"] / "gres.conf").write_text(_gres_conf(node_list, dev_dir))
     (p["slurm"] / "healthcheck.sh").write_text(HEALTHCHECK.format(conf=conf))
     (p["slurm"] / "healthcheck.sh").chmod(0o755)
+    for name, text in (("prolog.sh", PROLOG), ("epilog.sh", EPILOG)):
+        (p["slurm"] / name).write_text(text.format(job_map=JOB_MAP_DIR))
+        (p["slurm"] / name).chmod(0o755)
     _install_shims(directory)
     for node in node_list:
         (p["nodes"] / node["name"]).mkdir(parents=True, exist_ok=True)
@@ -725,7 +752,8 @@ def _start_exporters(directory: Path, state: dict[str, Any], node: dict[str, Any
     root = _paths(directory)["nodes"] / node["name"] / "root"
     commands = []
     if "dcgm-exporter" not in missing and node["state"]["gpus"] and node["state"]["nvidia_smi"] != "missing":
-        commands.append(("dcgm-exporter", [str(root / "bin" / "dcgm-exporter"), "-a", f"{node['address']}:9400"]))
+        commands.append(("dcgm-exporter", [str(root / "bin" / "dcgm-exporter"), "-a", f"{node['address']}:9400",
+                                           "--hpc-job-mapping-dir", JOB_MAP_DIR]))
     if "node-exporter" not in missing and Path(NODE_EXPORTER).exists():
         commands.append(("node-exporter", [NODE_EXPORTER, f"--web.listen-address={node['address']}:9100",
                                            "--collector.disable-defaults", "--collector.loadavg"]))

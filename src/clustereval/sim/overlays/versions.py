@@ -6,17 +6,24 @@ firmware train of baselines/security_minimums.yml, so a healthy profile is at th
 ``{mlx5_0: 28.39.1002}``. The fabric area lays out the rest of each device directory (hca_type,
 board_id, ports) and documents that this area writes ``fw_ver``.
 
+The running kernel is the machine's own (the nodes share its kernel); its image is in the node's ``/boot``
+(``vmlinuz-<release>`` and ``config-<release>``), as on a node whose kernel the OS installed. Faults:
+``kernel_pending: true`` adds a newer image of the same flavour (the patch level plus one: a reboot is
+pending), ``kernel_outside_os: true`` leaves ``/boot`` empty (a kernel booted directly by a hypervisor).
+
 Other versions the audit grades come from elsewhere: the NVIDIA driver from the profile's
 ``driver_version``, DCGM from ``dcgm_version`` (dcgmi shim), nvidia-ctk from the gpustack area's shim,
-nvcc from the software area's toolkit (or the machine's own), Docker, runc and the installed
-kernels from the machine itself.
+nvcc from the software area's toolkit (or the machine's own), Docker, runc and the kernel packages from
+the machine itself.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
 
-FAULTS = {"nic_fw_ver"}
+FAULTS = {"nic_fw_ver", "kernel_pending", "kernel_outside_os"}
 DEFAULT_FW = "28.46.3008"
 
 
@@ -38,3 +45,33 @@ def nic_firmware(settings: dict[str, Any]) -> dict[str, str]:
 def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
     for name, version in nic_firmware(settings).items():
         tree.file(f"/sys/class/infiniband/{name}/fw_ver", version + "\n", 0o444)
+    render_boot(settings, tree)
+
+
+def newer_kernel(release: str) -> str:
+    """The same kernel release one patch level up (``6.8.0-124-generic`` -> ``6.8.1-124-generic``)."""
+    match = re.match(r"^(\d+)\.(\d+)(?:\.(\d+))?(.*)$", release)
+    if not match:
+        return release + ".1"
+    major, minor, patch, rest = match.groups()
+    return f"{major}.{minor}.{int(patch or 0) + 1}{rest}"
+
+
+def boot_images(settings: dict[str, Any], running: str) -> list[str]:
+    """Kernel releases with an image in the node's /boot."""
+    faults = settings.get("faults") or {}
+    if faults.get("kernel_outside_os"):
+        return []
+    releases = [running]
+    if faults.get("kernel_pending"):
+        releases.append(newer_kernel(running))
+    return releases
+
+
+def render_boot(settings: dict[str, Any], tree) -> None:
+    if not os.path.isdir("/boot"):
+        return  # nothing to lay the node's /boot over: the node looks directly booted
+    for release in boot_images(settings, os.uname().release):
+        # Never booted by the simulation: the files only have to exist, as the audit lists /boot.
+        tree.file(f"/boot/vmlinuz-{release}", "", 0o600)
+        tree.file(f"/boot/config-{release}", f"# Linux kernel configuration {release} (simulated node)\n", 0o644)
