@@ -1,8 +1,8 @@
 """Monitoring, health, scheduler, shared-storage and fleet audit checks against the simulated cluster.
 
 The flawed profile ``audit-monitoring`` gives node2 a hardware Xid in its kernel log and the powersave
-governor under acpi-cpufreq, and node3 another slurmd package version and another GPU VBIOS; the
-reference profile must give no ``fail`` in these areas.
+governor under acpi-cpufreq, and node3 another slurmd package version, another GPU VBIOS and no shared
+filesystem mount; the reference profile must give no ``fail`` in these areas.
 """
 
 from __future__ import annotations
@@ -56,6 +56,11 @@ def test_fleet_names_the_drifting_package_and_vbios(flawed):
     assert firmware["status"] == "fail" and "node3 (96.00.74.00.0D)" in firmware["summary"], firmware
 
 
+def test_a_node_without_the_shared_filesystem_fails_the_fleet(flawed):
+    shared = flawed[("audit.sharedfs.shared_fs", "_cluster")]
+    assert shared["status"] == "fail" and "/home" in shared["summary"] and "missing on node3" in shared["summary"]
+
+
 def test_slurm_configuration_findings_of_the_sim(flawed):
     assert flawed[("audit.health.healthcheck_program", "node1")]["status"] == "pass"
     assert flawed[("audit.health.auto_remediation", "node1")]["status"] == "pass"
@@ -75,8 +80,9 @@ def test_reference_has_no_fail_in_these_areas(reference):
                if r["status"] in ("fail", "error") and key[0] not in KNOWN_SIM_FINDINGS}
     assert failing == {}
     assert all(r["status"] != "error" for r in mine.values())
-    assert reference[("audit.sharedfs.shared_fs", "_cluster")]["status"] == "warn"  # no shared FS in the sim
-    for check in ("audit.monitoring.exporters", "audit.scheduler.resource_limits"):
+    shared = reference[("audit.sharedfs.shared_fs", "_cluster")]
+    assert shared["status"] == "pass" and "/home (fuse.sshfs)" in shared["summary"], shared
+    for check in ("audit.monitoring.exporters", "audit.scheduler.resource_limits", "audit.monitoring.job_attribution"):
         assert reference[(check, "node1")]["status"] == "pass", reference[(check, "node1")]["summary"]
 
 

@@ -25,8 +25,15 @@ def _print_status(info: dict[str, Any]) -> None:
         sshd = "up" if node["sshd_alive"] else "down"
         slurmd = "up" if node["slurmd_alive"] else "down"
         reason = f" ({node['slurm_reason']})" if node.get("slurm_reason") not in (None, "", "none") else ""
+        shared = f"  shared fs at {node['shared_fs']}" if node.get("shared_fs") else ""
         print(f"  {name:<8} {node['address']:<16} sshd {sshd:<5} slurmd {slurmd:<5} "
-              f"slurm {node['slurm_state']}{reason}")
+              f"slurm {node['slurm_state']}{reason}{shared}")
+    shared_fs = info.get("shared_fs") or {}
+    if shared_fs.get("error"):
+        print(f"  no shared filesystem: {shared_fs['error']}")
+    elif shared_fs:
+        print(f"  storage  {shared_fs['server']:<16} sshd {'up' if shared_fs.get('server_alive') else 'down':<5} "
+              f"exports {shared_fs['export']} (sshfs)")
 
 
 def cmd_up(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clustereval.sim import overlays
+from clustereval.sim import overlays, sharedfs
 from clustereval.sim.profile import load_profile, node_names, node_settings, render_node
 
 SHIM_SOURCES = Path(__file__).resolve().parent / "shims"
@@ -151,6 +151,8 @@ def _paths(directory: Path) -> dict[str, Path]:
         "shims": directory / "shims",
         "nodes": directory / "nodes",
         "dev": directory / "dev",
+        "shared": directory / "shared",
+        "storage": directory / "storage",
     }
 
 
@@ -539,7 +541,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     down(directory)
     prof = load_profile(profile)
     p = _paths(directory)
-    for stale in ("slurm", "munge", "nodes", "shims"):
+    for stale in ("slurm", "munge", "nodes", "shims", "shared", "storage"):
         shutil.rmtree(p[stale], ignore_errors=True)
     for sub in ("state", "spool", "log", "run"):
         (p["slurm"] / sub).mkdir(parents=True, exist_ok=True)
@@ -726,6 +728,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     for node in node_list:
         if node["name"] in sshd_procs:
             _start_exporters(directory, state, node, sshd_procs[node["name"]].pid)
+    _mount_shared_fs(directory, state, node_list, {name: proc.pid for name, proc in sshd_procs.items()})
 
     for node in node_list:
         s = node["state"]["slurm"]
@@ -768,6 +771,52 @@ def _start_exporters(directory: Path, state: dict[str, Any], node: dict[str, Any
             start_new_session=True,
         )
         _record(directory, state, f"{label}:{node['name']}", proc.pid)
+
+
+def _mount_shared_fs(directory: Path, state: dict[str, Any], node_list: list[dict[str, Any]],
+                     ns_pids: dict[str, int]) -> None:
+    """Start the storage host's sshd and mount its export with sshfs on every node that wants it."""
+    p = _paths(directory)
+    wanted = {n["name"]: sharedfs.mount_point(n["settings"]) for n in node_list if n["name"] in ns_pids}
+    wanted = {name: point for name, point in wanted.items() if point}
+    if not wanted:
+        return
+    why_not = sharedfs.unavailable()
+    if why_not:
+        state["shared_fs"] = {"error": why_not}
+        _write_state(directory, state)
+        return
+    address = f"{state['block']}.{sharedfs.STORAGE_HOST_INDEX}"
+    p["shared"].mkdir(mode=0o755)
+    p["storage"].mkdir()
+    config = p["storage"] / "sshd_config"
+    config.write_text(sharedfs.server_config(address, p["ssh"] / "ssh_host_ed25519_key",
+                                             p["ssh"] / "authorized_keys", p["storage"] / "sshd.pid"))
+    log = p["storage"] / "sshd.log"
+    server = subprocess.Popen(["/usr/sbin/sshd", "-D", "-f", str(config), "-E", str(log)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=open(log, "ab"), start_new_session=True)  # noqa: SIM115
+    _record(directory, state, "sshd:storage", server.pid)
+    if not _wait(lambda: server.poll() is not None or not _address_free(address), 10) or server.poll() is not None:
+        raise SimError(f"the storage host's sshd did not listen on {address}:22; log {log}:\n{_tail(log)}")
+    mounts = {}
+    for name, point in wanted.items():
+        node_log = p["nodes"] / name / "sshfs.log"
+        mounts[name] = subprocess.Popen(
+            ["nsenter", "-t", str(ns_pids[name]), "--mount",
+             *sharedfs.mount_command(address, p["shared"], point, p["ssh"] / "id_ed25519")],
+            env={"PATH": NODE_PATH}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=open(node_log, "ab"), start_new_session=True)  # noqa: SIM115
+        _record(directory, state, f"sshfs:{name}", mounts[name].pid, mount=point)
+    for name, proc in mounts.items():
+        point = wanted[name]
+        if not _wait(lambda proc=proc, point=point: proc.poll() is not None or sharedfs.mounted(proc.pid, point),
+                     10) or proc.poll() is not None:
+            node_log = p["nodes"] / name / "sshfs.log"
+            raise SimError(f"sshfs did not mount {address}:{p['shared']} at {point} on {name}; log {node_log}:\n"
+                           f"{_tail(node_log)}")
+    state["shared_fs"] = {"server": address, "export": str(p["shared"]), "mounts": wanted}
+    _write_state(directory, state)
 
 
 def _wait_ready(directory: Path, state: dict[str, Any], node_list: list[dict[str, Any]]) -> None:
@@ -864,6 +913,7 @@ def status(directory: str | Path) -> dict[str, Any]:
             "slurmd_alive": alive(f"slurmd:{name}"),
             "slurm_state": slurm_state,
             "slurm_reason": reason,
+            "shared_fs": procs.get(f"sshfs:{name}", {}).get("mount") if alive(f"sshfs:{name}") else None,
         }
     return {
         "directory": str(directory),
@@ -877,6 +927,8 @@ def status(directory: str | Path) -> dict[str, Any]:
             "munged_alive": alive("munged"),
         },
         "nodes": nodes,
+        "shared_fs": {**state.get("shared_fs", {}), "server_alive": alive("sshd:storage")}
+        if state.get("shared_fs") else None,
     }
 
 
