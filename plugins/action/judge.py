@@ -1,7 +1,8 @@
 """Action ``clustereval.gpu.judge``: keep raw probe output as artifacts and turn it into check results.
 
 Runs on the controller (no connection to the node). The results it returns under
-``clustereval_results_json`` (one JSON string) are appended to ``results.jsonl`` by the ``clustereval.gpu.results`` callback.
+``clustereval_results_json`` (one JSON string) are appended to ``results.jsonl`` by the
+``clustereval.gpu.results`` callback.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ The RDMA listings are in the fabric_rdma probe's own layout, with values in the 
 from __future__ import annotations
 
 import json
+from typing import ClassVar
 
 import pytest
 
@@ -418,6 +419,150 @@ class TestQps:
         fleet = {f"n{i}": host_facts(topology_text("topology/flat", nodes=128), nccl="NCCL_IB_QPS_PER_CONNECTION=x")
                  for i in range(2)}
         assert run("audit.fabric.nccl_ib_qps", fleet=fleet)["status"] == "error"
+
+
+def k8s_node(name: str, labels: dict[str, str], gpus: int = 8) -> dict:
+    """A Node as ``kubectl get nodes -o json`` lists it, with GPU Feature Discovery labels."""
+    alloc = {"cpu": "190", "memory": "2113404580Ki", "pods": "110", "nvidia.com/gpu": str(gpus)}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "4711",
+                         "creationTimestamp": "2026-05-01T10:00:00Z",
+                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                    "nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": str(gpus),
+                                    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", **labels}},
+            "spec": {"podCIDR": "10.244.1.0/24", "providerID": ""},
+            "status": {"allocatable": alloc, "capacity": dict(alloc),
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                       "nodeInfo": {"kubeletVersion": "v1.31.4", "containerRuntimeVersion": "containerd://1.7.24"}}}
+
+
+def k8s_nodes(nodes: list[dict], **fields) -> dict:
+    text = json.dumps({"apiVersion": "v1", "items": nodes, "kind": "List", "metadata": {"resourceVersion": ""}},
+                      indent=4)
+    return {"k8s_nodes": {"name": "k8s_nodes", "cmd": "kubectl get nodes -o json", "tool": "kubectl", "rc": 0,
+                          "stdout": text, "stderr": "", "parser": "kubectl-json",
+                          "artifact": "raw/_cluster/kubectl-get-nodes.json", **fields}}
+
+
+def topograph(leaf: str, spine: str = "spine-1", accelerator: str = "nvl-1") -> dict[str, str]:
+    """NVIDIA topograph's node labels (NVLink domain, leaf, spine, core switch)."""
+    return {"network.topology.nvidia.com/accelerator": accelerator, "network.topology.nvidia.com/leaf": leaf,
+            "network.topology.nvidia.com/spine": spine, "network.topology.nvidia.com/core": "core-1"}
+
+
+class TestQpsOnKubernetes:
+    """On k8s the tiers come from the nodes' topology labels; the per-node QPS facts are the same."""
+
+    LEAVES: ClassVar[dict[str, str]] = {"gpu-a01": "leaf-a", "gpu-a02": "leaf-a", "gpu-b01": "leaf-b",
+                                        "gpu-b02": "leaf-b"}
+
+    def fleet(self, hosts, nccl: str = "") -> dict:
+        facts = host_facts(nccl=nccl)
+        return {h: facts for h in hosts}
+
+    def judge(self, fleet: dict, nodes: list[dict], probes: dict | None = None, **options) -> dict:
+        result = checks.evaluate("audit.fabric.nccl_ib_qps",
+                                 Context(subject="_cluster", probes=probes if probes is not None else k8s_nodes(nodes),
+                                         fleet=fleet, options={"harness": "k8s", **options}), RUN)
+        assert problems(result) == []
+        return result
+
+    def test_warn_when_nodes_span_leaves(self):
+        nodes = [k8s_node(n, topograph(leaf)) for n, leaf in self.LEAVES.items()]
+        result = self.judge(self.fleet(self.LEAVES), nodes)
+        assert result["status"] == "warn" and result["value"] == 1
+        assert "span 2 values of the node label network.topology.nvidia.com/leaf" in result["summary"]
+        assert "gpu-a01 (1)" in result["summary"] and "pod" in result["summary"]
+        topo = result["evidence"]["topology"]
+        assert topo["rack_source"] == "Kubernetes node label network.topology.nvidia.com/leaf"
+        assert topo["racks"] == self.LEAVES
+        assert "raw/_cluster/kubectl-get-nodes.json" in result["artifacts"]
+
+    def test_pass_when_set_on_every_node(self):
+        nodes = [k8s_node(n, topograph(leaf)) for n, leaf in self.LEAVES.items()]
+        result = self.judge(self.fleet(self.LEAVES, nccl="NCCL_IB_QPS_PER_CONNECTION=4"), nodes)
+        assert result["status"] == "pass" and result["value"] == 4
+        assert "mount /etc/nccl.conf" in result["summary"]
+
+    def test_inventory_names_may_be_fqdns_of_the_node_names(self):
+        nodes = [k8s_node(n, topograph(leaf)) for n, leaf in self.LEAVES.items()]
+        fqdns = [f"{n}.cluster.example.com" for n in self.LEAVES]
+        result = self.judge(self.fleet(fqdns), nodes)
+        assert result["status"] == "warn"
+        assert result["evidence"]["topology"]["racks"] == {f"{n}.cluster.example.com": leaf
+                                                           for n, leaf in self.LEAVES.items()}
+        assert result["evidence"]["topology"]["k8s_nodes_not_in_inventory"] == []
+
+    def test_gke_sub_blocks_are_tiers_but_hosts_are_not(self):
+        def gke(sub: str, host: str) -> dict[str, str]:
+            return {"cloud.google.com/gce-topology-block": "b-7f3a", "cloud.google.com/gce-topology-subblock": sub,
+                    "cloud.google.com/gce-topology-host": host}
+
+        nodes = [k8s_node(f"gke-a3-{i}", gke("sb-1" if i < 2 else "sb-2", f"h-{i}")) for i in range(4)]
+        fleet = self.fleet([f"gke-a3-{i}" for i in range(4)])
+        result = self.judge(fleet, nodes)
+        assert result["status"] == "warn" and "cloud.google.com/gce-topology-subblock" in result["summary"]
+        # one sub-block: the per-host label differs on every node but is not a switch tier
+        nodes = [k8s_node(f"gke-a3-{i}", gke("sb-1", f"h-{i}")) for i in range(4)]
+        result = self.judge(fleet, nodes)
+        assert result["status"] == "skip" and "single-tier" in result["summary"]
+
+    def test_skip_under_one_leaf_even_across_nvlink_domains(self):
+        nodes = [k8s_node(n, topograph("leaf-a", accelerator=f"nvl-{i}")) for i, n in enumerate(self.LEAVES)]
+        result = self.judge(self.fleet(self.LEAVES), nodes)
+        assert result["status"] == "skip" and "single-tier" in result["summary"]
+        assert ("labels network.topology.nvidia.com/core, network.topology.nvidia.com/leaf, "
+                "network.topology.nvidia.com/spine: one group") in result["summary"]
+
+    def test_skip_without_topology_labels_on_a_small_cluster(self):
+        nodes = [k8s_node(n, {}) for n in self.LEAVES]
+        result = self.judge(self.fleet(self.LEAVES), nodes)
+        assert result["status"] == "skip" and "no rack/block topology label" in result["summary"]
+
+    def test_only_the_evaluated_nodes_count(self):
+        nodes = [k8s_node(n, topograph(leaf)) for n, leaf in self.LEAVES.items()]
+        result = self.judge(self.fleet(["gpu-a01", "gpu-a02"]), nodes)
+        assert result["status"] == "skip" and "network.topology.nvidia.com/leaf" in result["summary"]
+        # every GPU node counts when no node name matches an inventory host (inventory by address)
+        result = self.judge(self.fleet(["10.0.0.11", "10.0.0.12"]), nodes)
+        assert result["status"] == "warn"
+        assert result["evidence"]["topology"]["k8s_nodes_not_in_inventory"] == sorted(self.LEAVES)
+
+    def test_inventory_rack_of_wins_over_labels(self):
+        nodes = [k8s_node(n, topograph("leaf-a")) for n in self.LEAVES]
+        racks = {"gpu-a01": "A1", "gpu-a02": "A1", "gpu-b01": "B7", "gpu-b02": "B7"}
+        result = self.judge(self.fleet(self.LEAVES), nodes, rack_of=racks)
+        assert result["status"] == "warn" and "2 racks" in result["summary"]
+        assert result["evidence"]["topology"]["rack_source"] == "inventory rack_of"
+
+    def test_node_count_still_decides_when_the_api_is_unreachable(self):
+        refused = k8s_nodes([], rc=1, stdout="", stderr="The connection to the server 10.0.0.1:6443 was refused - "
+                                                          "did you specify the right host or port?\n")
+        result = self.judge(self.fleet([f"gpu-{i:03d}" for i in range(80)]), [], refused)
+        assert result["status"] == "warn" and "80 nodes (over 64)" in result["summary"]
+        assert "could not be reached" in result["evidence"]["topology"]["problem"]
+
+    def test_error_when_the_tiers_cannot_be_told(self):
+        refused = k8s_nodes([], rc=1, stdout="", stderr="The connection to the server 10.0.0.1:6443 was refused - "
+                                                          "did you specify the right host or port?\n")
+        result = self.judge(self.fleet(self.LEAVES), [], refused)
+        assert result["status"] == "error" and "cannot tell whether the fabric is multi-tier" in result["summary"]
+        forbidden = k8s_nodes([], rc=1, stdout="", stderr='Error from server (Forbidden): nodes is forbidden: User '
+                                                           '"tenant-a" cannot list resource "nodes" in API group "" '
+                                                           'at the cluster scope\n')
+        result = self.judge(self.fleet(self.LEAVES), [], forbidden)
+        assert result["status"] == "error" and "tenant-a" in result["summary"]
+        # no Kubernetes facts at all on a k8s run
+        result = self.judge(self.fleet(self.LEAVES), [], {})
+        assert result["status"] == "error" and "no Kubernetes API facts" in result["summary"]
+
+    def test_slurm_runs_ignore_kubernetes_labels(self):
+        nodes = [k8s_node(n, topograph(leaf)) for n, leaf in self.LEAVES.items()]
+        fleet = {n: host_facts(topology_text(None)) for n in self.LEAVES}
+        result = checks.evaluate("audit.fabric.nccl_ib_qps",
+                                 Context(subject="_cluster", probes=k8s_nodes(nodes), fleet=fleet,
+                                         options={"harness": "slurm"}), RUN)
+        assert result["status"] == "skip" and "topology" not in result["evidence"]
 
 
 class TestFleetConsistency:

@@ -151,7 +151,120 @@ topologies                                     kueue.x-k8s.io/v1alpha1          
 workloads                         wl           kueue.x-k8s.io/v1beta1            true         Workload
 computedomains                                 resource.nvidia.com/v1beta1       true         ComputeDomain
 deviceclasses                                  resource.k8s.io/v1beta1           false        DeviceClass
+prometheuses                      prom         monitoring.coreos.com/v1          true         Prometheus
+servicemonitors                   smon         monitoring.coreos.com/v1          true         ServiceMonitor
+podmonitors                       pmon         monitoring.coreos.com/v1          true         PodMonitor
 """
+
+def apps_object(kind, name, namespace, labels, containers, ready, desired, init=(), selector=None, **pod):
+    """A Deployment/DaemonSet/StatefulSet as ``kubectl get -o json`` prints it; ``containers`` are
+    (name, image) pairs in the pod template's order."""
+    def spec_of(cname, image):
+        return {"name": cname, "image": image, "imagePullPolicy": "IfNotPresent", "resources": {},
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}
+
+    selector = selector or {k: v for k, v in labels.items() if k in ("app.kubernetes.io/name",
+                                                                    "app.kubernetes.io/instance")}
+    template = {"containers": [spec_of(n, i) for n, i in containers], "dnsPolicy": "ClusterFirst",
+                "restartPolicy": "Always", "schedulerName": "default-scheduler", "securityContext": {},
+                "terminationGracePeriodSeconds": 30, **pod}
+    if init:
+        template["initContainers"] = [spec_of(n, i) for n, i in init]
+    obj = {"apiVersion": "apps/v1", "kind": kind,
+           "metadata": {**meta(name, namespace, labels=labels), "generation": 1},
+           "spec": {"revisionHistoryLimit": 10, "selector": {"matchLabels": selector},
+                    "template": {"metadata": {"labels": dict(selector)}, "spec": template}}}
+    if kind == "DaemonSet":
+        obj["spec"]["updateStrategy"] = {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+                                         "type": "RollingUpdate"}
+        obj["status"] = {"currentNumberScheduled": desired, "desiredNumberScheduled": desired,
+                         "numberAvailable": ready, "numberMisscheduled": 0, "numberReady": ready,
+                         "observedGeneration": 1, "updatedNumberScheduled": desired}
+        if desired > ready:
+            obj["status"]["numberUnavailable"] = desired - ready
+            if not ready:
+                del obj["status"]["numberAvailable"]
+        return obj
+    obj["spec"]["replicas"] = desired
+    obj["status"] = {"observedGeneration": 1, "replicas": desired, "updatedReplicas": desired}
+    if kind == "StatefulSet":
+        revision = f"{name}-7b9f6c8d4"
+        obj["spec"].update(podManagementPolicy="Parallel", serviceName=pod.pop("serviceName", "prometheus-operated"))
+        obj["status"].update(collisionCount=0, currentReplicas=desired, currentRevision=revision,
+                             updateRevision=revision)
+    if ready:
+        obj["status"].update(availableReplicas=ready, readyReplicas=ready)
+    return obj
+
+
+def helm_labels(name, chart, version, release="kube-prometheus-stack", **extra):
+    return {"app.kubernetes.io/instance": release, "app.kubernetes.io/managed-by": "Helm",
+            "app.kubernetes.io/name": name, "app.kubernetes.io/part-of": name, "app.kubernetes.io/version": version,
+            "helm.sh/chart": chart, "release": release, **extra}
+
+
+RELOADER = "quay.io/prometheus-operator/prometheus-config-reloader:v0.78.2"
+
+
+def node_exporter(ready=4, desired=4, namespace="monitoring"):
+    return apps_object("DaemonSet", "kube-prometheus-stack-prometheus-node-exporter", namespace,
+                       helm_labels("prometheus-node-exporter", "prometheus-node-exporter-4.42.0", "1.8.2",
+                                   **{"app.kubernetes.io/component": "metrics", "jobLabel": "node-exporter"}),
+                       [("node-exporter", "quay.io/prometheus/node-exporter:v1.8.2")], ready, desired,
+                       hostNetwork=True, hostPID=True, nodeSelector={"kubernetes.io/os": "linux"},
+                       tolerations=[{"effect": "NoSchedule", "operator": "Exists"}])
+
+
+def prometheus_operator(ready=1):
+    release = "kube-prometheus-stack"
+    return apps_object("Deployment", f"{release}-operator", "monitoring",
+                       helm_labels(f"{release}-prometheus-operator", f"{release}-66.2.1", "66.2.1",
+                                   app=f"{release}-operator", heritage="Helm",
+                                   **{"app.kubernetes.io/component": "prometheus-operator",
+                                      "app.kubernetes.io/part-of": release}),
+                       [(release, "quay.io/prometheus-operator/prometheus-operator:v0.78.2")], ready, 1,
+                       selector={"app": f"{release}-operator", "release": release})
+
+
+def prometheus_statefulset(ready=1):
+    name = "kube-prometheus-stack-prometheus"
+    labels = {"app": name, "app.kubernetes.io/instance": name, "app.kubernetes.io/managed-by": "prometheus-operator",
+              "app.kubernetes.io/name": "prometheus", "app.kubernetes.io/part-of": "kube-prometheus-stack",
+              "app.kubernetes.io/version": "66.2.1", "chart": "kube-prometheus-stack-66.2.1", "heritage": "Helm",
+              "operator.prometheus.io/mode": "server", "operator.prometheus.io/name": name,
+              "operator.prometheus.io/shard": "0", "release": "kube-prometheus-stack"}
+    selector = {"app.kubernetes.io/instance": name, "app.kubernetes.io/managed-by": "prometheus-operator",
+                "app.kubernetes.io/name": "prometheus", "operator.prometheus.io/name": name,
+                "operator.prometheus.io/shard": "0", "prometheus": name}
+    return apps_object("StatefulSet", f"prometheus-{name}", "monitoring", labels,
+                       [("prometheus", "quay.io/prometheus/prometheus:v2.55.1"), ("config-reloader", RELOADER)],
+                       ready, 1, init=[("init-config-reloader", RELOADER)], selector=selector,
+                       serviceAccountName=name)
+
+
+def grafana(ready=1):
+    sidecar = "quay.io/kiwigrid/k8s-sidecar:1.28.0"
+    return apps_object("Deployment", "kube-prometheus-stack-grafana", "monitoring",
+                       helm_labels("grafana", "grafana-8.6.3", "11.3.1"),
+                       [("grafana-sc-dashboard", sidecar), ("grafana-sc-datasources", sidecar),
+                        ("grafana", "docker.io/grafana/grafana:11.3.1")], ready, 1)
+
+
+def kube_prometheus_stack():
+    """kube-prometheus-stack 66.2.1 in ``monitoring``: the workloads Helm and the Prometheus Operator create."""
+    return [node_exporter(), prometheus_operator(), prometheus_statefulset(), grafana(),
+            apps_object("StatefulSet", "alertmanager-kube-prometheus-stack-alertmanager", "monitoring",
+                        {"alertmanager": "kube-prometheus-stack-alertmanager",
+                         "app.kubernetes.io/managed-by": "prometheus-operator",
+                         "app.kubernetes.io/name": "alertmanager",
+                         "app.kubernetes.io/instance": "kube-prometheus-stack-alertmanager"},
+                        [("alertmanager", "quay.io/prometheus/alertmanager:v0.27.0"), ("config-reloader", RELOADER)],
+                        1, 1, init=[("init-config-reloader", RELOADER)], serviceName="alertmanager-operated"),
+            apps_object("Deployment", "kube-prometheus-stack-kube-state-metrics", "monitoring",
+                        helm_labels("kube-state-metrics", "kube-state-metrics-5.27.0", "2.14.0"),
+                        [("kube-state-metrics", "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.14.0")],
+                        1, 1)]
+
 
 CAN_I_ALL_YES = "\n".join(f"{q}: yes" for q in (
     "list nodes", "list pods --all-namespaces", "create pods", "create jobs.batch", "create persistentvolumeclaims",
@@ -184,6 +297,7 @@ def healthy_objects():
             workload("Deployment", "ingress-nginx-controller", "ingress-nginx",
                      "registry.k8s.io/ingress-nginx/controller:v1.12.0", 2, 2),
             workload("Deployment", "controller", "metallb-system", "quay.io/metallb/controller:v0.14.9"),
+            *kube_prometheus_stack(),
         ],
         "storage": [storage_class("local-path", "rancher.io/local-path", default=True),
                     storage_class("shared-fs", "nfs.csi.k8s.io"), csidriver("nfs.csi.k8s.io"),
@@ -207,7 +321,9 @@ def healthy_objects():
                            spec={"rdmaSharedDevicePlugin": {"image": "k8s-rdma-shared-dev-plugin",
                                                             "config": RDMA_DEVICES}},
                            status={"state": "ready"})],
-        "clusterpolicies": [cr("nvidia.com/v1", "ClusterPolicy", "cluster-policy", status={"state": "ready"})],
+        "clusterpolicies": [cr("nvidia.com/v1", "ClusterPolicy", "cluster-policy",
+                               spec={"dcgmExporter": {"enabled": True, "serviceMonitor": {"enabled": True}}},
+                               status={"state": "ready"})],
     }
 
 
@@ -268,7 +384,7 @@ CLUSTER_CHECKS = ["audit.k8s.rbac_access", "audit.k8s.helm_access", "audit.k8s.v
                   "audit.k8s.ingress_controller", "audit.k8s.load_balancer", "audit.k8s.default_storage_class",
                   "audit.k8s.csi_rwx", "audit.k8s.gpu_operator", "audit.k8s.network_operator",
                   "audit.k8s.mpi_operator", "audit.k8s.workload_schedulers", "audit.k8s.gpu_job_attribution",
-                  "audit.k8s.rdma_exposure"]
+                  "audit.k8s.rdma_exposure", "audit.k8s.monitoring_stack"]
 
 
 # ------------------------------------------------------------------ every check, every status
@@ -612,6 +728,163 @@ class TestAttribution:
                                         "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04", 4, 4,
                                         args=["-f", "/etc/dcgm-exporter/dcp-metrics-included.csv", "--kubernetes"])
         assert status("audit.k8s.gpu_job_attribution", objs)["status"] == "warn"
+
+
+class TestMonitoringStack:
+    CHECK = "audit.k8s.monitoring_stack"
+
+    @staticmethod
+    def without(objs, *names):
+        objs["workloads"] = [w for w in objs["workloads"] if w["metadata"]["name"] not in names]
+        return objs
+
+    @staticmethod
+    def replace(objs, obj):
+        objs["workloads"] = [obj if (w["kind"], w["metadata"]["name"]) == (obj["kind"], obj["metadata"]["name"])
+                             else w for w in objs["workloads"]]
+        return objs
+
+    def test_pass_names_the_workloads_found(self):
+        result = status(self.CHECK)
+        assert result["status"] == "pass" and result["value"] == 4
+        assert "dcgm-exporter ready on all 4 GPU nodes" in result["summary"]
+        assert "Grafana deployment monitoring/kube-prometheus-stack-grafana 1/1 ready" in result["summary"]
+        ev = result["evidence"]
+        assert ev["dcgm_exporter"] == [{"workload": "gpu-operator/nvidia-dcgm-exporter", "kind": "DaemonSet",
+                                        "desired": 4, "ready": 4, "version": "3.3.9-3.6.1-ubuntu22.04"}]
+        assert [w["workload"] for w in ev["node_exporter"]] == [
+            "monitoring/kube-prometheus-stack-prometheus-node-exporter"]
+        assert ev["prometheus"][0]["kind"] == "StatefulSet" and ev["prometheus"][0]["version"] == "v2.55.1"
+        assert ev["prometheus_operator"][0]["version"] == "v0.78.2"
+        # Grafana's pod starts with its k8s-sidecar containers: the version is Grafana's own image tag
+        assert ev["grafana"][0]["version"] == "11.3.1"
+        assert ev["alertmanager"] and ev["kube_state_metrics"]
+        assert "servicemonitors.monitoring.coreos.com" in ev["monitoring_crds"]
+        assert ev["dcgm_service_monitor"] is True
+
+    def test_pass_with_the_standalone_dcgm_exporter_chart(self):
+        objs = healthy_objects()
+        objs["workloads"][2] = apps_object(
+            "DaemonSet", "dcgm-exporter", "monitoring",
+            helm_labels("dcgm-exporter", "dcgm-exporter-4.1.1", "4.1.1", release="dcgm-exporter",
+                        **{"app.kubernetes.io/component": "dcgm-exporter"}),
+            [("exporter", "nvcr.io/nvidia/k8s/dcgm-exporter:4.1.1-4.0.4-ubuntu22.04")], 4, 4,
+            tolerations=[{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}])
+        result = status(self.CHECK, objs)
+        assert result["status"] == "pass"
+        assert result["evidence"]["dcgm_exporter"][0]["workload"] == "monitoring/dcgm-exporter"
+
+    def test_pass_without_grafana_says_it_is_not_graded(self):
+        result = status(self.CHECK, self.without(healthy_objects(), "kube-prometheus-stack-grafana"))
+        assert result["status"] == "pass" and "no Grafana in the cluster (not graded" in result["summary"]
+        assert result["evidence"]["grafana"] == []
+
+    def test_pass_with_gke_managed_prometheus_collectors(self):
+        objs = self.without(healthy_objects(), "prometheus-kube-prometheus-stack-prometheus",
+                            "kube-prometheus-stack-operator")
+        objs["workloads"].append(apps_object(
+            "DaemonSet", "collector", "gmp-system", {"app.kubernetes.io/name": "collector",
+                                                    "app.kubernetes.io/part-of": "gmp"},
+            [("prometheus", "gke.gcr.io/prometheus-engine/prometheus:v2.45.3-gmp.9-gke.0"),
+             ("config-reloader", "gke.gcr.io/prometheus-engine/config-reloader:v0.13.1-gke.0")], 4, 4))
+        result = status(self.CHECK, objs)
+        assert result["status"] == "pass" and "gmp-system/collector" in result["summary"]
+
+    def test_fail_without_dcgm_exporter(self):
+        result = status(self.CHECK, self.without(healthy_objects(), "nvidia-dcgm-exporter"))
+        assert result["status"] == "fail" and result["value"] == 0
+        assert "no dcgm-exporter workload" in result["summary"] and "4 GPU node(s)" in result["summary"]
+
+    def test_fail_when_dcgm_exporter_is_ready_nowhere(self):
+        # every GPU node labelled nvidia.com/gpu.deploy.dcgm-exporter=false: the GPU Operator's DaemonSet
+        # schedules no pod at all
+        objs = healthy_objects()
+        objs["workloads"][2] = apps_object("DaemonSet", "nvidia-dcgm-exporter", "gpu-operator",
+                                           {"app": "nvidia-dcgm-exporter",
+                                            "app.kubernetes.io/managed-by": "gpu-operator",
+                                            "helm.sh/chart": "gpu-operator-v24.9.2"},
+                                           [("nvidia-dcgm-exporter",
+                                             "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04")], 0, 0,
+                                           selector={"app": "nvidia-dcgm-exporter"},
+                                           nodeSelector={"nvidia.com/gpu.deploy.dcgm-exporter": "true"})
+        result = status(self.CHECK, objs)
+        assert result["status"] == "fail" and "ready on none of the 4 GPU node(s)" in result["summary"]
+        assert "gpu-operator/nvidia-dcgm-exporter 0/0 ready" in result["summary"]
+
+    def test_warn_with_the_numbers_when_dcgm_exporter_misses_gpu_nodes(self):
+        objs = healthy_objects()
+        objs["workloads"][2] = workload("DaemonSet", "nvidia-dcgm-exporter", "gpu-operator",
+                                        "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04", 3, 4,
+                                        env={"DCGM_EXPORTER_KUBERNETES": "true"})
+        result = status(self.CHECK, objs)
+        assert result["status"] == "warn" and result["value"] == 3
+        assert "dcgm-exporter ready on 3 of 4 GPU nodes (4 scheduled, 3 ready" in result["summary"]
+
+    def test_warn_when_the_node_selector_leaves_gpu_nodes_out(self):
+        objs = healthy_objects()
+        objs["workloads"][2] = workload("DaemonSet", "nvidia-dcgm-exporter", "gpu-operator",
+                                        "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04", 2, 2)
+        result = status(self.CHECK, objs)
+        assert result["status"] == "warn" and "leave 2 GPU node(s) out" in result["summary"]
+
+    def test_warn_without_node_exporter(self):
+        result = status(self.CHECK, self.without(healthy_objects(), "kube-prometheus-stack-prometheus-node-exporter"))
+        assert result["status"] == "warn" and "no node-exporter" in result["summary"]
+
+    def test_warn_when_node_exporter_is_not_ready_everywhere(self):
+        result = status(self.CHECK, self.replace(healthy_objects(), node_exporter(ready=3)))
+        assert result["status"] == "warn" and "node-exporter not ready on every node" in result["summary"]
+        assert "3/4 ready" in result["summary"]
+
+    def test_warn_when_the_operator_runs_without_a_prometheus(self):
+        result = status(self.CHECK, self.without(healthy_objects(), "prometheus-kube-prometheus-stack-prometheus"))
+        assert result["status"] == "warn" and "Prometheus Operator runs" in result["summary"]
+        assert "no Prometheus server" in result["summary"]
+
+    def test_warn_when_only_the_prometheus_crds_are_left(self):
+        objs = self.without(healthy_objects(), "prometheus-kube-prometheus-stack-prometheus",
+                            "kube-prometheus-stack-operator")
+        result = status(self.CHECK, objs)
+        assert result["status"] == "warn" and "CRDs are installed but neither" in result["summary"]
+
+    def test_warn_without_any_prometheus(self):
+        objs = self.without(healthy_objects(), "prometheus-kube-prometheus-stack-prometheus",
+                            "kube-prometheus-stack-operator")
+        api = "\n".join(ln for ln in API_RESOURCES.splitlines() if "monitoring.coreos.com" not in ln)
+        result = status(self.CHECK, objs, api=api)
+        assert result["status"] == "warn" and "no Prometheus (server, agent or operator-managed)" in result["summary"]
+        assert result["evidence"]["monitoring_crds"] == []
+
+    def test_warn_when_prometheus_is_not_ready(self):
+        result = status(self.CHECK, self.replace(healthy_objects(), prometheus_statefulset(ready=0)))
+        assert result["status"] == "warn"
+        assert "Prometheus not ready: statefulset monitoring/prometheus-kube-prometheus-stack-prometheus 0/1 ready" \
+            in result["summary"]
+
+    def test_warns_add_up(self):
+        objs = self.without(healthy_objects(), "kube-prometheus-stack-prometheus-node-exporter")
+        result = status(self.CHECK, self.replace(objs, prometheus_operator(ready=0)))
+        assert result["status"] == "warn"
+        assert "no node-exporter" in result["summary"] and "Prometheus Operator not ready" in result["summary"]
+
+    def test_skip_without_gpu_nodes(self):
+        objs = healthy_objects()
+        objs["nodes"] = [node(n, gpus=None) for n in NODE_NAMES]
+        result = status(self.CHECK, objs)
+        assert result["status"] == "skip" and "no GPU nodes" in result["summary"]
+
+    def test_error_on_truncated_workloads(self):
+        probes = to_probes(healthy_objects())
+        probes["k8s_workloads"]["stdout"] = probes["k8s_workloads"]["stdout"][:2000]
+        result = run(self.CHECK, probes)
+        assert result["status"] == "error" and "truncated" in result["summary"]
+
+    def test_warn_when_workloads_may_not_be_listed(self):
+        forbidden = {"rc": 1, "stdout": "", "stderr": 'Error from server (Forbidden): deployments.apps is forbidden: '
+                                                      'User "tenant-a" cannot list resource "deployments" in API '
+                                                      'group "apps" at the cluster scope\n'}
+        result = status(self.CHECK, overrides={"k8s_workloads": forbidden})
+        assert result["status"] == "warn" and "tenant-a" in result["summary"]
 
 
 class TestRdma:

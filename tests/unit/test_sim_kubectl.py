@@ -118,6 +118,35 @@ def test_daemonset_status_follows_the_nodes(healthy, flawed):
     assert (plugin(flawed)["desiredNumberScheduled"], plugin(flawed)["numberReady"]) == (2, 1)
 
 
+def test_kube_prometheus_stack_workloads(healthy):
+    data = parsers.parse("kubectl-json", sh(healthy, "kubectl get deployments.apps,daemonsets.apps,statefulsets.apps "
+                                                     "-A -o json").stdout)
+    monitoring = {(i["kind"], i["name"]): i for i in data["items"] if i["namespace"] == "monitoring"}
+    assert set(monitoring) == {
+        ("DaemonSet", "kube-prometheus-stack-prometheus-node-exporter"),
+        ("Deployment", "kube-prometheus-stack-operator"), ("Deployment", "kube-prometheus-stack-grafana"),
+        ("Deployment", "kube-prometheus-stack-kube-state-metrics"),
+        ("StatefulSet", "prometheus-kube-prometheus-stack-prometheus"),
+        ("StatefulSet", "alertmanager-kube-prometheus-stack-alertmanager")}
+    # node-exporter runs on every Linux node; the operator-made StatefulSet carries the operator's labels
+    node_exporter = monitoring[("DaemonSet", "kube-prometheus-stack-prometheus-node-exporter")]
+    assert (node_exporter["status"]["desiredNumberScheduled"], node_exporter["status"]["numberReady"]) == (2, 2)
+    prometheus = monitoring[("StatefulSet", "prometheus-kube-prometheus-stack-prometheus")]
+    assert prometheus["labels"]["app.kubernetes.io/managed-by"] == "prometheus-operator"
+    assert prometheus["spec"]["serviceName"] == "prometheus-operated"
+    assert prometheus["status"]["readyReplicas"] == 1
+    assert prometheus["status"]["currentRevision"] == prometheus["status"]["updateRevision"]
+    pod = prometheus["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["containers"]] == ["prometheus", "config-reloader"]
+    assert [c["name"] for c in pod["initContainers"]] == ["init-config-reloader"]
+    grafana = monitoring[("Deployment", "kube-prometheus-stack-grafana")]["spec"]["template"]["spec"]
+    assert grafana["containers"][-1]["image"] == "docker.io/grafana/grafana:11.3.1"
+    # the prometheus-operator CRDs are served
+    resources = parsers.parse("kubectl-api-resources", sh(healthy, "kubectl api-resources").stdout)["resources"]
+    assert {r["name"] for r in resources if r["group"] == "monitoring.coreos.com"} >= {"prometheuses",
+                                                                                      "servicemonitors"}
+
+
 def test_auth_can_i_answers_and_exit_codes(healthy, flawed):
     proc = sh(healthy, "kubectl auth can-i create pods")
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "yes\n", "")
@@ -203,7 +232,9 @@ def test_audit_k8s_faults_are_found(flawed):
     results = verdicts(flawed)
     failing = {c for c, r in results.items() if r["status"] == "fail"}
     assert failing == {"audit.k8s.default_storage_class", "audit.k8s.rbac_access", "audit.k8s.rdma_exposure",
-                       "audit.k8s.gpu_operator"}
+                       "audit.k8s.gpu_operator", "audit.k8s.monitoring_stack"}
+    assert "ready on none of the 2 GPU node(s)" in results["audit.k8s.monitoring_stack"]["summary"]
+    assert "gpu-operator/nvidia-dcgm-exporter 0/2" in results["audit.k8s.monitoring_stack"]["summary"]
     assert "create pods" in results["audit.k8s.rbac_access"]["summary"]
     assert "nvidia.com/mlnxics" in results["audit.k8s.rdma_exposure"]["summary"]
     assert "node2" in results["audit.k8s.gpu_operator"]["summary"]
@@ -233,10 +264,12 @@ def test_plain_reference_renders_no_kubernetes():
 def test_components_down_fault(tmp_path):
     profile = tmp_path / "down.yml"
     profile.write_text("extends: k8s-reference\nnodes:\n  node1:\n    faults:\n"
-                       "      k8s_components_down: [volcano-scheduler, nvidia-dcgm-exporter]\n")
+                       "      k8s_components_down: [volcano-scheduler, nvidia-dcgm-exporter, "
+                       "prometheus-kube-prometheus-stack-prometheus]\n")
     (tmp_path / "cluster").mkdir()
     env = sim_cluster(tmp_path / "cluster", str(profile))
-    data = parsers.parse("kubectl-json", sh(env, "kubectl get deployments.apps,daemonsets.apps -A -o json").stdout)
+    data = parsers.parse("kubectl-json", sh(env, "kubectl get deployments.apps,daemonsets.apps,statefulsets.apps "
+                                                 "-A -o json").stdout)
     state = {i["name"]: i["status"] for i in data["items"]}
     assert "readyReplicas" not in state["volcano-scheduler"] and state["volcano-scheduler"]["replicas"] == 1
     assert (state["nvidia-dcgm-exporter"]["desiredNumberScheduled"], state["nvidia-dcgm-exporter"]["numberReady"]) \
@@ -244,3 +277,6 @@ def test_components_down_fault(tmp_path):
     results = verdicts(env)
     assert results["audit.k8s.gang_scheduling"]["status"] == "fail"
     assert "volcano" in results["audit.k8s.gang_scheduling"]["summary"]
+    assert state["prometheus-kube-prometheus-stack-prometheus"]["replicas"] == 1
+    assert "readyReplicas" not in state["prometheus-kube-prometheus-stack-prometheus"]
+    assert results["audit.k8s.monitoring_stack"]["status"] == "fail"

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check, facts
+from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, audit_k8s, check, facts
 from clustereval.parsers.slurm import expand_hostlist
 
 RDMA_PROBE = "fabric_rdma"
@@ -731,6 +731,60 @@ def topology(ctx: Context) -> Verdict:
                    topo["rack_count"], expected=expected, evidence=evidence)
 
 
+def _short(name: str) -> str:
+    return str(name).split(".", 1)[0].lower()
+
+
+def _k8s_hosts(fleet: list[str], nodes: list[str]) -> dict[str, str]:
+    """Inventory host of each Kubernetes node: the same name, or the same short name (FQDN vs hostname)."""
+    by_short: dict[str, list[str]] = {}
+    for host in fleet:
+        by_short.setdefault(_short(host), []).append(host)
+    out = {}
+    for node in nodes:
+        if node in fleet:
+            out[node] = node
+        elif len(by_short.get(_short(node), [])) == 1:
+            out[node] = by_short[_short(node)][0]
+    return out
+
+
+def _k8s_fabric_topology(ctx: Context) -> dict[str, Any]:
+    """Racks of the nodes from the inventory ``rack_of``, else the Kubernetes node topology labels.
+
+    The label that splits the evaluated GPU nodes (those that are inventory hosts; every GPU node when
+    none maps) into the most groups is the lowest switch tier the provider labels; more than one group
+    means traffic between them crosses a tier above. ``problem`` says why the labels could not be read.
+    """
+    topo: dict[str, Any] = {"levels": 0, "racks": {}, "rack_count": 0, "rack_source": "unknown",
+                            "nodes": len(ctx.fleet), "problem": None}
+    try:
+        groups = audit_k8s.switch_groups(ctx)
+    except (Skip, HarnessError, audit_k8s.Forbidden) as exc:
+        groups = {}
+        topo["problem"] = f"could not read the Kubernetes node topology labels: {exc}"
+    hosts = _k8s_hosts(list(ctx.fleet), list(groups))
+    judged = {n: g for n, g in groups.items() if n in hosts} or groups
+    counts = {label: len({g[label] for g in judged.values() if label in g})
+              for label in sorted({label for g in judged.values() for label in g})}
+    label = max(counts, key=lambda k: counts[k]) if counts else None
+    topo.update(nodes=max(len(ctx.fleet), len(groups)), k8s_gpu_nodes=len(groups),
+                k8s_nodes_not_in_inventory=sorted(set(groups) - set(hosts)))
+    inventory = ctx.options.get("rack_of") or {}
+    if inventory:
+        racks, source = _racks(ctx)
+        topo.update(racks=racks, rack_source=source, rack_count=len(set(racks.values())), problem=None)
+    elif label:
+        # one group under every label: name them all (any of them would do, none is "the" rack)
+        source = (f"Kubernetes node label {label}" if counts[label] > 1 else
+                  f"Kubernetes node label{'s' if len(counts) > 1 else ''} {', '.join(list(counts)[:4])}")
+        topo.update(racks={hosts.get(n, n): g[label] for n, g in judged.items() if label in g},
+                    rack_source=source, rack_count=counts[label], label=label)
+    elif groups:
+        topo["rack_source"] = "no rack/block topology label on the GPU nodes"
+    return topo
+
+
 @check("audit.fabric.nccl_ib_qps")
 def nccl_ib_qps(ctx: Context) -> Verdict:
     qps = {h: f.get("fabric_nccl_qps") for h, f in sorted(ctx.fleet.items()) if f and f.get("fabric_nccl_qps")}
@@ -745,19 +799,33 @@ def nccl_ib_qps(ctx: Context) -> Verdict:
     fabric = classes.most_common(1)[0][0] if classes else None
     if fabric not in ("InfiniBand", "RoCE"):
         raise Skip(f"the fabric is {fabric or 'not RDMA'}: NCCL_IB_QPS_PER_CONNECTION applies to InfiniBand/RoCE")
-    try:
-        topo = _fleet_topology(ctx)
-    except (Skip, HarnessError):
-        racks, _ = _racks(ctx)
-        topo = {"levels": 0, "rack_count": len(set(racks.values())), "nodes": len(ctx.fleet)}
+    k8s = ctx.options.get("harness") == "k8s"
+    if k8s:
+        topo = _k8s_fabric_topology(ctx)
+    else:
+        try:
+            topo = _fleet_topology(ctx)
+        except (Skip, HarnessError):
+            racks, _ = _racks(ctx)
+            topo = {"levels": 0, "rack_count": len(set(racks.values())), "nodes": len(ctx.fleet)}
     threshold = ctx.limit("fabric", "audit.fabric.topology").warn
     tiers_reason = (f"{topo['levels']} switch levels in Slurm's topology" if topo["levels"] > 1 else
                     f"{topo['rack_count']} racks" if topo["rack_count"] > 1 else
                     f"{topo['nodes']} nodes (over {threshold})" if topo["nodes"] > float(threshold) else None)
+    if k8s and tiers_reason and topo["rack_count"] > 1 and topo.get("label"):
+        tiers_reason = f"the GPU nodes span {topo['rack_count']} values of the node label {topo['label']}"
     lim = ctx.limit("fabric", "audit.fabric.nccl_ib_qps")
     evidence = {"qps": qps, "fabric": fabric, "multi_tier": tiers_reason}
+    if k8s:
+        evidence["topology"] = {k: topo.get(k) for k in ("rack_source", "rack_count", "nodes", "k8s_gpu_nodes",
+                                                          "k8s_nodes_not_in_inventory", "problem")}
+        evidence["topology"]["racks"] = dict(sorted(topo["racks"].items()))
+        if not tiers_reason and topo["problem"]:
+            raise HarnessError(f"cannot tell whether the fabric is multi-tier ({topo['nodes']} node(s), "
+                               f"no inventory rack_of): {topo['problem']}"[:600])
     if not tiers_reason:
-        raise Skip(f"single-tier fabric ({topo['nodes']} nodes, one switch level): one QP per connection "
+        where = (f"; {topo['rack_source']}" + (": one group" if topo["rack_count"] else "")) if k8s else ""
+        raise Skip(f"single-tier fabric ({topo['nodes']} nodes, one switch level{where}): one QP per connection "
                    "loses no path diversity")
     low, bad = [], []
     for host, value in qps.items():
@@ -769,10 +837,14 @@ def nccl_ib_qps(ctx: Context) -> Verdict:
     if bad:
         raise HarnessError(f"unreadable {QPS_KEY} on {', '.join(bad)}")
     if low:
+        pods = (" (the nodes' /etc/nccl.conf and environment; pods get NCCL's default unless their image or "
+                "spec sets it)") if k8s else ""
         return Verdict("warn", f"multi-tier fabric ({tiers_reason}) but NCCL uses fewer than {lim.warn} QPs per "
-                       f"connection on {', '.join(low)}", min(values), expected=lim.expected(), evidence=evidence)
+                       f"connection on {', '.join(low)}{pods}", min(values), expected=lim.expected(),
+                       evidence=evidence)
+    pods = (f"; pods see it only if they mount /etc/nccl.conf or set {QPS_KEY} themselves" if k8s else "")
     return Verdict("pass", f"{QPS_KEY} ≥ {lim.warn} on all {len(qps)} node(s) of the multi-tier fabric "
-                   f"({tiers_reason})", min(values), expected=lim.expected(), evidence=evidence)
+                   f"({tiers_reason}){pods}", min(values), expected=lim.expected(), evidence=evidence)
 
 
 @check("audit.fabric.fleet_consistency")

@@ -347,14 +347,31 @@ def vcluster_tenancy(ctx: Context) -> Verdict:
 
 # ---------------------------------------------------------------- topology and scheduling
 
+def _is_topology_label(key: str) -> bool:
+    return any(key.startswith(p) for p in _data()["topology_labels"])
+
+
 def _topology_labels(nodes: list[dict[str, Any]]) -> dict[str, int]:
-    prefixes = _data()["topology_labels"]
     found: dict[str, int] = {}
     for node in nodes:
         for key in node["labels"]:
-            if any(key.startswith(p) for p in prefixes):
+            if _is_topology_label(key):
                 found[key] = found.get(key, 0) + 1
     return found
+
+
+def switch_groups(ctx: Context) -> dict[str, dict[str, str]]:
+    """Per GPU node, the topology labels that name a group of nodes behind shared switches.
+
+    These are the ``topology_labels`` (rack, leaf, block, spine, network layer) less those naming one
+    host or an NVLink domain (``topology_labels_not_switch``): two nodes whose values differ for one of
+    them talk through a switch tier above that group. Raises as the other readers do: Skip without
+    Kubernetes facts, HarnessError when the API could not be reached, Forbidden when nodes may not be read.
+    """
+    excluded = tuple(_data().get("topology_labels_not_switch") or ())
+    return {node["name"]: {k: str(v) for k, v in node["labels"].items()
+                           if _is_topology_label(k) and not k.startswith(excluded)}
+            for node in _gpu_nodes(ctx)}
 
 
 def _hypernode_node_members(hypernode: dict[str, Any]) -> list[dict[str, Any]]:
@@ -819,6 +836,113 @@ def workload_schedulers(ctx: Context) -> Verdict:
         return Verdict("warn", f"{names} ready, but {'; '.join(dra_issues)}", evidence=evidence)
     return Verdict("pass", f"{names} ready" + (f"; handles the {len(claims)} DRA claim(s) in use" if claims else ""),
                    evidence=evidence)
+
+
+# ---------------------------------------------------------------- monitoring
+
+def _monitoring_view(parts: list[dict[str, Any]], component: str) -> list[dict[str, Any]]:
+    """Workloads as evidence, each with the version of the image that made it the component (Grafana's
+    pod starts with its k8s-sidecar containers, Prometheus carries the config reloader)."""
+    images = _data()["components"][component].get("images") or []
+    out = []
+    for w in parts:
+        own = [v for img in w["images"] if any(p in img.rsplit(":", 1)[0] for p in images)
+               for v in [_image_version(img)] if v]
+        out.append({"workload": f"{w['namespace']}/{w['name']}", "kind": w["kind"], "desired": w["desired"],
+                    "ready": w["ready"], "version": own[0] if own else w["version"]})
+    return out
+
+
+def _monitoring_crds(ctx: Context) -> list[str] | None:
+    """Served metrics-stack custom resources (``servicemonitors.monitoring.coreos.com``); None if unknown."""
+    groups = set(_data().get("monitoring_crd_groups") or ())
+    try:
+        return sorted(f"{r['name']}.{r['group']}" for r in _resources(ctx) if r.get("group") in groups)
+    except (ProbeFailed, HarnessError, Skip):
+        return None
+
+
+def _dcgm_service_monitor(ctx: Context) -> bool | None:
+    """The GPU Operator's ``spec.dcgmExporter.serviceMonitor.enabled`` (None without a ClusterPolicy)."""
+    if "k8s_clusterpolicies" not in ctx.probes:
+        return None
+    try:
+        policies = _items(ctx, "k8s_clusterpolicies") or []
+    except (ProbeFailed, HarnessError, Forbidden, Skip):
+        return None
+    flags = [((p.get("spec") or {}).get("dcgmExporter") or {}).get("serviceMonitor") for p in policies]
+    flags = [f.get("enabled") for f in flags if isinstance(f, dict)]
+    return any(f is True for f in flags) if flags else (False if policies else None)
+
+
+@k8s_check("audit.k8s.monitoring_stack")
+def monitoring_stack(ctx: Context) -> Verdict:
+    """GPU and node exporters on every GPU node and a Prometheus-compatible server scraping them.
+
+    Graded: dcgm-exporter (standalone chart or the GPU Operator's ``nvidia-dcgm-exporter``) absent or
+    ready on no GPU node -> fail (cmax grades a missing dcgm-exporter F); ready on fewer pods than there
+    are GPU nodes -> warn with the numbers (a DaemonSet mid-rollout dips for a minute, a node selector
+    or an untolerated taint leaves nodes out for good); node-exporter absent or short -> warn; no
+    Prometheus (server, agent, operator-managed or a managed collector) or one not ready -> warn.
+    Grafana, Alertmanager and kube-state-metrics are reported, never graded: many labs bring their own
+    dashboards and alerting, or use a hosted Grafana.
+    """
+    gpu_nodes = _gpu_nodes(ctx)
+    if not gpu_nodes:
+        raise Skip("no GPU nodes in the cluster: there is nothing for dcgm-exporter to export")
+    workloads = _workloads(ctx)
+    names = ("dcgm-exporter", "node-exporter", "prometheus", "prometheus-operator", "grafana", "alertmanager",
+             "kube-state-metrics")
+    found = {name: _component(workloads, name) for name in names}
+    crds = _monitoring_crds(ctx)
+    total = len(gpu_nodes)
+    dcgm = found["dcgm-exporter"]
+    covered = min(sum(w["ready"] for w in dcgm), total)
+    evidence: dict[str, Any] = {"gpu_nodes": total, "dcgm_exporter_ready_nodes": covered,
+                                **{name.replace("-", "_"): _monitoring_view(parts, name)
+                                   for name, parts in found.items()},
+                                "monitoring_crds": crds, "dcgm_service_monitor": _dcgm_service_monitor(ctx)}
+    if not dcgm:
+        return Verdict("fail", f"no dcgm-exporter workload (DaemonSet or the GPU Operator's nvidia-dcgm-exporter) "
+                               f"on a cluster with {total} GPU node(s): GPU throttling, ECC and NVLink errors go "
+                               "unseen until a job fails", 0, evidence=evidence)
+    if not covered:
+        return Verdict("fail", f"dcgm-exporter is deployed but ready on none of the {total} GPU node(s): "
+                               f"{_describe(dcgm)}", 0, evidence=evidence)
+    warnings = []
+    if covered < total:
+        desired = sum(w["desired"] for w in dcgm)
+        why = (f"{desired} scheduled, {covered} ready" if desired > covered else
+               f"its node selector or tolerations leave {total - desired} GPU node(s) out")
+        warnings.append(f"dcgm-exporter ready on {covered} of {total} GPU nodes ({why}: {_describe(dcgm)})")
+    nodex = found["node-exporter"]
+    if not nodex:
+        warnings.append("no node-exporter: host memory, disk, network and PCIe/NIC counters are not exported")
+    elif not _healthy(nodex) or sum(w["ready"] for w in nodex) < total:
+        warnings.append(f"node-exporter not ready on every node ({_describe(nodex)}; {total} GPU nodes)")
+    prom, operator = found["prometheus"], found["prometheus-operator"]
+    if not prom:
+        if operator:
+            where = (f"the Prometheus Operator runs ({_describe(operator)}) but no Prometheus server does "
+                     "(no Prometheus resource, or its StatefulSet was never created)")
+        elif crds and "prometheuses.monitoring.coreos.com" in crds:
+            where = "the Prometheus Operator's CRDs are installed but neither the operator nor a Prometheus runs"
+        else:
+            where = ("no Prometheus (server, agent or operator-managed) or other scraper runs in the cluster "
+                     "(one outside it, e.g. a managed service's agentless scraper, is invisible to the API)")
+        warnings.append(f"{where}: the exporters' metrics are not collected")
+    elif not _healthy(prom):
+        warnings.append(f"Prometheus not ready: {_describe(prom)}")
+    if operator and not _healthy(operator):
+        warnings.append(f"Prometheus Operator not ready (ServiceMonitor changes are not applied): "
+                        f"{_describe(operator)}")
+    if warnings:
+        return Verdict("warn", "; ".join(warnings), covered, evidence=evidence)
+    grafana = found["grafana"]
+    dashboards = (f"Grafana {_describe(grafana)}" if grafana else
+                  "no Grafana in the cluster (not graded: dashboards may live elsewhere)")
+    return Verdict("pass", f"dcgm-exporter ready on all {total} GPU nodes, node-exporter and Prometheus ready "
+                           f"({_describe(prom)}); {dashboards}", covered, evidence=evidence)
 
 
 @k8s_check("audit.k8s.gpu_job_attribution")

@@ -13,17 +13,21 @@ node shows:
 * ``/var/lib/kubelet/cpu_manager_state``: the kubelet's CPU manager checkpoint.
 
 Healthy defaults (a well-run HGX H100 cluster): GPU Operator with ClusterPolicy ready, device plugin and
-dcgm-exporter (Kubernetes mapping, pod-resources mounted), Network Operator with a ready NicClusterPolicy
-running the RDMA shared device plugin for the node's NICs and an IPoIB NetworkAttachmentDefinition for
-that resource, Kueue (waitForPodsReady, a Topology used by a ResourceFlavor), Volcano with binpack, MPI
-Operator, ingress-nginx as the default IngressClass behind a MetalLB address, a default StorageClass and
-an NFS CSI class with a bound ReadWriteMany PVC, static CPU manager, full RBAC for the tenant.
+dcgm-exporter (Kubernetes mapping, pod-resources mounted, ServiceMonitor on), kube-prometheus-stack in
+``monitoring`` (node-exporter DaemonSet, Prometheus Operator, operator-made Prometheus and Alertmanager
+StatefulSets, kube-state-metrics, Grafana) with the monitoring.coreos.com CRDs, Network Operator with a
+ready NicClusterPolicy running the RDMA shared device plugin for the node's NICs and an IPoIB
+NetworkAttachmentDefinition for that resource, Kueue (waitForPodsReady, a Topology used by a
+ResourceFlavor), Volcano with binpack, MPI Operator, ingress-nginx as the default IngressClass behind a
+MetalLB address, a default StorageClass and an NFS CSI class with a bound ReadWriteMany PVC, static CPU
+manager, full RBAC for the tenant.
 
 Faults (per node; the API-wide ones take effect on the node where kubectl runs, the audit's
 ``clustereval_k8s_api_host``, as a kubeconfig does): ``k8s_no_default_storage_class`` (bool),
 ``k8s_rbac_denied`` (list of ``"verb resource"`` the tenant may not do, e.g. ``create pods``; applies to
 ``auth can-i`` and to ``get``), ``k8s_nad_resource`` (a NetworkAttachmentDefinition ``sriov-ib`` asks
-for this resource), ``k8s_components_down`` (workloads with no ready pod, by name: ``volcano-scheduler``);
+for this resource), ``k8s_components_down`` (workloads with no ready pod, by name: ``volcano-scheduler``,
+``nvidia-dcgm-exporter``, ``prometheus-kube-prometheus-stack-prometheus``);
 on the node itself: ``k8s_gpus_unadvertised`` (bool: its device plugin pod fails, the node advertises 0
 GPUs), ``k8s_cpu_manager_policy`` (``none`` | ``static``).
 """
@@ -82,6 +86,16 @@ CRD_RESOURCES = [
     ("nicclusterpolicies", "", "mellanox.com", "v1alpha1", False, "NicClusterPolicy"),
     ("ipaddresspools", "", "metallb.io", "v1beta1", True, "IPAddressPool"),
     ("l2advertisements", "", "metallb.io", "v1beta1", True, "L2Advertisement"),
+    ("alertmanagerconfigs", "amcfg", "monitoring.coreos.com", "v1alpha1", True, "AlertmanagerConfig"),
+    ("alertmanagers", "am", "monitoring.coreos.com", "v1", True, "Alertmanager"),
+    ("podmonitors", "pmon", "monitoring.coreos.com", "v1", True, "PodMonitor"),
+    ("probes", "prb", "monitoring.coreos.com", "v1", True, "Probe"),
+    ("prometheusagents", "promagent", "monitoring.coreos.com", "v1alpha1", True, "PrometheusAgent"),
+    ("prometheuses", "prom", "monitoring.coreos.com", "v1", True, "Prometheus"),
+    ("prometheusrules", "promrule", "monitoring.coreos.com", "v1", True, "PrometheusRule"),
+    ("scrapeconfigs", "scfg", "monitoring.coreos.com", "v1alpha1", True, "ScrapeConfig"),
+    ("servicemonitors", "smon", "monitoring.coreos.com", "v1", True, "ServiceMonitor"),
+    ("thanosrulers", "ruler", "monitoring.coreos.com", "v1", True, "ThanosRuler"),
     ("clusterpolicies", "", "nvidia.com", "v1", False, "ClusterPolicy"),
     ("podgroups", "pg,podgroup-v1beta1", "scheduling.volcano.sh", "v1beta1", True, "PodGroup"),
     ("queues", "q,queue-v1beta1", "scheduling.volcano.sh", "v1beta1", False, "Queue"),
@@ -190,29 +204,118 @@ def node_object(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, An
 
 def _workload(kind: str, name: str, namespace: str, image: str, replicas: int = 1, ready: int | None = None,
               env: dict[str, str] | None = None, args: list[str] | None = None, host_paths: tuple[str, ...] = (),
-              node_selector: dict[str, str] | None = None) -> dict[str, Any]:
-    container: dict[str, Any] = {"image": image, "imagePullPolicy": "IfNotPresent", "name": name.split("-")[0]}
+              node_selector: dict[str, str] | None = None, container: str | None = None,
+              labels: dict[str, str] | None = None, sidecars: tuple[tuple[str, str], ...] = (),
+              init: tuple[tuple[str, str], ...] = (), tolerations: list[dict[str, str]] | None = None,
+              service_name: str | None = None, sidecars_first: bool = False) -> dict[str, Any]:
+    """A Deployment, DaemonSet or StatefulSet; ``labels`` replace the default ``app``/``app.kubernetes.io/name``
+    pair (a Helm chart's own labels), ``sidecars``/``init`` add (name, image) containers after the main one
+    (before it with ``sidecars_first``, as the Grafana chart orders them)."""
+    main: dict[str, Any] = {"image": image, "imagePullPolicy": "IfNotPresent", "name": container or name.split("-")[0]}
     if env:
-        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+        main["env"] = [{"name": k, "value": v} for k, v in env.items()]
     if args:
-        container["args"] = args
-    pod: dict[str, Any] = {"containers": [container], "restartPolicy": "Always"}
+        main["args"] = args
+    extra = [{"image": i, "imagePullPolicy": "IfNotPresent", "name": n} for n, i in sidecars]
+    pod: dict[str, Any] = {"containers": [*extra, main] if sidecars_first else [main, *extra],
+                           "restartPolicy": "Always"}
+    if init:
+        pod["initContainers"] = [{"image": i, "imagePullPolicy": "IfNotPresent", "name": n} for n, i in init]
     if host_paths:
         pod["volumes"] = [{"hostPath": {"path": p, "type": ""}, "name": f"host-{i}"} for i, p in enumerate(host_paths)]
     if node_selector:
         pod["nodeSelector"] = node_selector
-    labels = {"app": name, "app.kubernetes.io/name": name}
+    if tolerations:
+        pod["tolerations"] = tolerations
+    keys = ("app", "app.kubernetes.io/name", "app.kubernetes.io/instance")
+    selector = {k: v for k, v in labels.items() if k in keys} if labels else {"app": name}
+    labels = labels or {"app": name, "app.kubernetes.io/name": name}
     obj: dict[str, Any] = {"apiVersion": "apps/v1", "kind": kind, "metadata": _meta(name, namespace, labels=labels),
-                           "spec": {"selector": {"matchLabels": {"app": name}},
-                                    "template": {"metadata": {"labels": {"app": name}}, "spec": pod}}}
-    if kind == "Deployment":
+                           "spec": {"selector": {"matchLabels": selector},
+                                    "template": {"metadata": {"labels": selector}, "spec": pod}}}
+    if kind in ("Deployment", "StatefulSet"):
         ready = replicas if ready is None else ready
         obj["spec"]["replicas"] = replicas
         obj["status"] = {"availableReplicas": ready, "observedGeneration": 1, "replicas": replicas,
                          "updatedReplicas": replicas}
+        if kind == "StatefulSet":
+            revision = f"{name}-{_uid(namespace, name)[:10].replace('-', '')}"
+            obj["spec"].update(podManagementPolicy="Parallel", serviceName=service_name or name)
+            obj["status"].update(collisionCount=0, currentReplicas=replicas, currentRevision=revision,
+                                 updateRevision=revision)
         if ready:
             obj["status"]["readyReplicas"] = ready
     return obj  # a DaemonSet's status is computed by the shim from the nodes its selector matches
+
+
+def _chart_labels(name: str, chart: str, version: str, release: str = "kube-prometheus-stack",
+                  **extra: str) -> dict[str, str]:
+    """The labels a Helm chart of the prometheus-community family puts on its workloads."""
+    return {"app.kubernetes.io/instance": release, "app.kubernetes.io/managed-by": "Helm",
+            "app.kubernetes.io/name": name, "app.kubernetes.io/part-of": name, "app.kubernetes.io/version": version,
+            "helm.sh/chart": chart, "release": release, **extra}
+
+
+def monitoring_workloads(down: set[str]) -> list[dict[str, Any]]:
+    """kube-prometheus-stack 66.2.1 in ``monitoring``, as Helm and the Prometheus Operator create it."""
+    ns, release = "monitoring", "kube-prometheus-stack"
+    reloader = "quay.io/prometheus-operator/prometheus-config-reloader:v0.78.2"
+    stack = _chart_labels(release, "kube-prometheus-stack-66.2.1", "66.2.1", heritage="Helm")
+
+    def ready(name: str) -> int | None:
+        return 0 if name in down else None
+
+    node_exporter = f"{release}-prometheus-node-exporter"
+    prometheus = f"prometheus-{release}-prometheus"
+    alertmanager = f"alertmanager-{release}-alertmanager"
+    return [
+        _workload("DaemonSet", node_exporter, ns, "quay.io/prometheus/node-exporter:v1.8.2", container="node-exporter",
+                  labels=_chart_labels("prometheus-node-exporter", "prometheus-node-exporter-4.42.0", "1.8.2",
+                                       **{"app.kubernetes.io/component": "metrics", "jobLabel": "node-exporter"}),
+                  args=["--path.procfs=/host/proc", "--path.sysfs=/host/sys", "--path.rootfs=/host/root",
+                        "--path.udev.data=/host/root/run/udev/data", "--web.listen-address=[$(HOST_IP)]:9100"],
+                  host_paths=("/proc", "/sys", "/"), node_selector={"kubernetes.io/os": "linux"},
+                  tolerations=[{"effect": "NoSchedule", "operator": "Exists"}]),
+        _workload("Deployment", f"{release}-operator", ns, "quay.io/prometheus-operator/prometheus-operator:v0.78.2",
+                  ready=ready(f"{release}-operator"), container=release,
+                  labels={**stack, "app": f"{release}-operator", "app.kubernetes.io/component": "prometheus-operator",
+                          "app.kubernetes.io/name": f"{release}-prometheus-operator"},
+                  args=[f"--kubelet-service=kube-system/{release}-kubelet", "--localhost=127.0.0.1",
+                        f"--prometheus-config-reloader={reloader}", "--config-reloader-cpu-request=0",
+                        "--config-reloader-cpu-limit=0", "--web.enable-tls=true", "--web.listen-address=:10250"]),
+        _workload("StatefulSet", prometheus, ns, "quay.io/prometheus/prometheus:v2.55.1", ready=ready(prometheus),
+                  container="prometheus", service_name="prometheus-operated",
+                  labels={"app": f"{release}-prometheus", "app.kubernetes.io/instance": f"{release}-prometheus",
+                          "app.kubernetes.io/managed-by": "prometheus-operator", "app.kubernetes.io/name": "prometheus",
+                          "app.kubernetes.io/part-of": release, "app.kubernetes.io/version": "66.2.1",
+                          "chart": "kube-prometheus-stack-66.2.1", "heritage": "Helm",
+                          "operator.prometheus.io/mode": "server",
+                          "operator.prometheus.io/name": f"{release}-prometheus", "operator.prometheus.io/shard": "0",
+                          "release": release},
+                  args=["--web.console.templates=/etc/prometheus/consoles",
+                        "--web.console.libraries=/etc/prometheus/console_libraries",
+                        "--config.file=/etc/prometheus/config_out/prometheus.env.yaml",
+                        "--web.enable-lifecycle", "--storage.tsdb.retention.time=10d",
+                        "--storage.tsdb.path=/prometheus", "--web.route-prefix=/"],
+                  sidecars=(("config-reloader", reloader),), init=(("init-config-reloader", reloader),)),
+        _workload("StatefulSet", alertmanager, ns, "quay.io/prometheus/alertmanager:v0.27.0",
+                  ready=ready(alertmanager), container="alertmanager", service_name="alertmanager-operated",
+                  labels={"app.kubernetes.io/instance": f"{release}-alertmanager",
+                          "app.kubernetes.io/managed-by": "prometheus-operator",
+                          "app.kubernetes.io/name": "alertmanager", "app.kubernetes.io/version": "0.27.0",
+                          "alertmanager": f"{release}-alertmanager"},
+                  sidecars=(("config-reloader", reloader),), init=(("init-config-reloader", reloader),)),
+        _workload("Deployment", f"{release}-kube-state-metrics", ns,
+                  "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.14.0",
+                  ready=ready(f"{release}-kube-state-metrics"), container="kube-state-metrics",
+                  labels=_chart_labels("kube-state-metrics", "kube-state-metrics-5.27.0", "2.14.0",
+                                       **{"app.kubernetes.io/component": "metrics"})),
+        _workload("Deployment", f"{release}-grafana", ns, "docker.io/grafana/grafana:11.3.1",
+                  ready=ready(f"{release}-grafana"), container="grafana",
+                  labels=_chart_labels("grafana", "grafana-8.6.3", "11.3.1"),
+                  sidecars=(("grafana-sc-dashboard", "quay.io/kiwigrid/k8s-sidecar:1.28.0"),
+                            ("grafana-sc-datasources", "quay.io/kiwigrid/k8s-sidecar:1.28.0")), sidecars_first=True),
+    ]
 
 
 def _cr(api_version: str, kind: str, name: str, namespace: str | None = None, spec: dict[str, Any] | None = None,
@@ -259,6 +362,7 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
         deploy("mpi-operator", "mpi-operator", "docker.io/mpioperator/mpi-operator:0.6.0"),
         deploy("ingress-nginx-controller", "ingress-nginx", "registry.k8s.io/ingress-nginx/controller:v1.12.0", 2),
         deploy("controller", "metallb-system", "quay.io/metallb/controller:v0.14.9"),
+        *monitoring_workloads(down),
     ]
     default_sc = {} if _fault(settings, "k8s_no_default_storage_class", False) else {
         "storageclass.kubernetes.io/is-default-class": "true"}
@@ -294,7 +398,7 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
     objects: dict[str, list[dict[str, Any]]] = {
         "deployments.apps": [w for w in workloads if w["kind"] == "Deployment"],
         "daemonsets.apps": [w for w in workloads if w["kind"] == "DaemonSet"],
-        "statefulsets.apps": [],
+        "statefulsets.apps": [w for w in workloads if w["kind"] == "StatefulSet"],
         "storageclasses.storage.k8s.io": storage_classes,
         "csidrivers.storage.k8s.io": [_cr("storage.k8s.io/v1", "CSIDriver", "nfs.csi.k8s.io", spec={
             "attachRequired": False, "fsGroupPolicy": "File", "podInfoOnMount": False,
@@ -337,7 +441,9 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
                                                     "repository": "ghcr.io/mellanox", "version": "v1.5.2"}},
                                                 status={"state": "ready"})],
         "clusterpolicies.nvidia.com": [_cr("nvidia.com/v1", "ClusterPolicy", "cluster-policy",
-                                           spec={"driver": {"enabled": False}, "toolkit": {"enabled": True}},
+                                           spec={"dcgmExporter": {"enabled": True,
+                                                                  "serviceMonitor": {"enabled": True}},
+                                                 "driver": {"enabled": False}, "toolkit": {"enabled": True}},
                                            status={"namespace": "gpu-operator", "state": "ready"})],
     }
     resources = [dict(zip(("name", "shortnames", "group", "version", "namespaced", "kind"), r, strict=True))
