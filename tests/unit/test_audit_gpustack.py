@@ -76,7 +76,6 @@ def lspci_probe(text: str, **extra) -> dict:
 def node_text(**over) -> str:
     """The gpustack_node probe as its shell prints it (healthy HGX H100 on driver 550.90.07 by default)."""
     values = {
-        "smi_driver": "550.90.07 ",
         "proc_version": "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.90.07  Release Build  "
                         "(dvs-builder@U16-I3-B03-4-3)  Tue May 28 21:55:11 UTC 2024",
         "module_version": "550.90.07",
@@ -84,7 +83,6 @@ def node_text(**over) -> str:
         "kernel": "6.8.0-49-generic", "arch": "x86_64", "uid": "1000",
         "gdr_lib": "libgdrapi.so.2", "gdr_dev": "666",
         "tool": ["nvidia-ctk", "nvidia-container-cli", "enroot", "ncu", "perf"],
-        "ctk_version": "NVIDIA Container Toolkit CLI version 1.17.8",
         "ctk_file": ["/etc/nvidia-container-runtime/config.toml", "/etc/cdi/nvidia.yaml"],
         "iommu_group": ["12 identity 0000:15:01.0", "30 identity 0000:16:00.0 0000:17:01.0 0000:17:02.0 "
                         "0000:19:00.0 0000:1a:00.0"],
@@ -106,8 +104,28 @@ def node_probe(**over) -> dict:
     return probe("gpustack_node", node_text(**over), cmd="sh -c ...")
 
 
-def probes(lspci: str | None = None, **over) -> dict:
-    return {**lspci_probe(lspci if lspci is not None else hgx_lspci()), **node_probe(**over)}
+def smi_probe(said: str | None) -> dict:
+    """The core ``nvidia-smi -q -x`` probe: a report naming driver ``said``, or what nvidia-smi printed
+    instead (an NVML error, garbage), or nvidia-smi not installed (None)."""
+    if said is None:
+        return probe("nvidia_smi_q_x", "", rc=127, missing=True)
+    if said[:3].isdigit():
+        return probe("nvidia_smi_q_x", '<?xml version="1.0" ?>\n<nvidia_smi_log>\n\t<timestamp>Tue Jun  4 '
+                     f'10:00:00 2024</timestamp>\n\t<driver_version>{said}</driver_version>\n', parser="nvidia-smi-q-x")
+    return probe("nvidia_smi_q_x", said, rc=9 if "NVML" in said else 0, parser="nvidia-smi-q-x")
+
+
+def versions_probe(ctk: str | None) -> dict:
+    """The versions probe with only its nvidia-ctk section (None: nvidia-ctk not installed)."""
+    body = ("### nvidia-ctk absent\n" if ctk is None
+            else f"### nvidia-ctk\n{ctk}\ncommit: f202b80\n### nvidia-ctk rc=0\n")
+    return probe("versions_inventory", body)
+
+
+def probes(lspci: str | None = None, smi_driver: str | None = "550.90.07",
+           ctk_version: str | None = "NVIDIA Container Toolkit CLI version 1.17.8", **over) -> dict:
+    return {**lspci_probe(lspci if lspci is not None else hgx_lspci()), **node_probe(**over),
+            **smi_probe(smi_driver), **versions_probe(ctk_version)}
 
 
 NO_GPU_LSPCI = endpoint("0000:00:03.0", "Ethernet controller", "0200", "Red Hat, Inc. Virtio network device",
@@ -155,7 +173,7 @@ class TestDriver:
         assert result["status"] == "fail" and "mismatch" in result["summary"]
 
     def test_fail_when_gpus_present_without_driver(self):
-        result = run("audit.gpustack.driver", probes(smi_driver="absent", proc_version="absent",
+        result = run("audit.gpustack.driver", probes(smi_driver=None, proc_version="absent",
                                                      module_version="absent"))
         assert result["status"] == "fail" and "no NVIDIA driver" in result["summary"]
 
@@ -164,11 +182,17 @@ class TestDriver:
         assert result["status"] == "warn" and "/sys/module/nvidia/version" in result["summary"]
 
     def test_skip_without_gpu(self):
-        result = run("audit.gpustack.driver", probes(NO_GPU_LSPCI, smi_driver="absent", proc_version="absent"))
+        result = run("audit.gpustack.driver", probes(NO_GPU_LSPCI, smi_driver=None, proc_version="absent"))
         assert result["status"] == "skip" and "no NVIDIA GPU" in result["summary"]
 
     def test_error_on_cut_output(self):
         assert run("audit.gpustack.driver", probes(end=None))["status"] == "error"
+
+    def test_driver_read_from_the_core_report_even_when_cut_short(self):
+        cut = smi_probe("550.90.07")["nvidia_smi_q_x"]["stdout"] + "\t<cuda_version>12.4</cuda_version>\n\t<attached_gp"
+        result = run("audit.gpustack.driver", {**probes(), **probe("nvidia_smi_q_x", cut, parser="nvidia-smi-q-x")})
+        assert result["status"] == "pass" and result["value"] == "550.90.07"
+        assert "raw/n1/nvidia_smi_q_x.txt" in result["artifacts"]
 
     def test_error_on_garbage_version(self):
         assert run("audit.gpustack.driver", probes(smi_driver="\x00\x13garbage"))["status"] == "error"

@@ -47,7 +47,7 @@ DEBIAN_12 = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nVERSION_ID="12"\nID=d
 def inventory(**sections: str | None) -> str:
     """The versions probe's stdout: a section per keyword (None: absent), the rest empty/absent."""
     base: dict[str, str | None] = {
-        "nvcc": None, "nvidia-ctk": None, "runc": None, "docker": None, "dockerd": None, "dcgmi": None,
+        "nvcc": None, "nvidia-ctk": None, "runc": None, "docker": None, "dockerd": None,
         "dcgm-exporter": None, "virtnet": None, "dpkg": "", "rpm": None, "driver": "", "nvidia-pci": "",
         "ib": "", "uname": "6.1.0-18-amd64", "os-release": DEBIAN_12, "boot": "", "hpc-sdk": ""}
     base.update({k.replace("_", "-"): v for k, v in sections.items()})
@@ -75,8 +75,17 @@ def run(check_id: str, probe_set: dict | None = None, **options) -> dict:
     return result
 
 
+def dcgmi_probe(body: str | tuple[str, int] | None) -> dict:
+    """The health area's ``dcgmi -v`` probe (None: dcgmi not installed)."""
+    text, rc = body if isinstance(body, tuple) else (body or "", 0)
+    return {"health_dcgmi_version": {"name": "health_dcgmi_version", "cmd": "dcgmi -v", "rc": 127 if body is None
+                                     else rc, "stdout": text, "stderr": "", "missing": body is None,
+                                     "artifact": "raw/n1/dcgmi-version.txt"}}
+
+
 def grade(check_id: str, **sections) -> dict:
-    return run(check_id, probes(inventory(**sections)))
+    dcgmi = sections.pop("dcgmi", None)
+    return run(check_id, {**probes(inventory(**sections)), **dcgmi_probe(dcgmi)})
 
 
 TABLE = security_table.packaged()

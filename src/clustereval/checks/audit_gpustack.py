@@ -20,9 +20,12 @@ NODE = "gpustack_node"
 PARAMS = "gpustack_params"
 TOPO = "gpustack_topo"
 VBOOST = "gpustack_vboost"
+SMI_XML = "nvidia_smi_q_x"  # the core probe; its report names the driver nvidia-smi (NVML) loaded
+VERSIONS = "versions_inventory"  # runs nvidia-ctk --version for the security table; read here too
 
 NVIDIA, MELLANOX = "10de", "15b3"
 _VERSION = re.compile(r"\b(\d{3}\.\d{2,3}(?:\.\d{2})?)\b")
+_XML_DRIVER = re.compile(r"<driver_version>\s*([^<]*?)\s*</driver_version>")
 _BUS_LINE = re.compile(r"Bus: primary=([0-9a-f]{2}), secondary=([0-9a-f]{2}), subordinate=([0-9a-f]{2})", re.I)
 _HEADER = re.compile(r"^(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s")
 REDIRECT_BITS = ("ReqRedir", "CmpltRedir", "UpstreamFwd")
@@ -104,6 +107,42 @@ def ancestors(address: str, ranges: dict[str, tuple[int, int]]) -> list[str]:
     return [br for _, br in sorted(found, reverse=True)]
 
 
+def _raw(ctx: Context, name: str) -> dict[str, Any] | None:
+    """A probe's raw record whatever its outcome (None when not collected), counted as evidence."""
+    probe = ctx.probes.get(name)
+    if probe is not None and name not in ctx.used:
+        ctx.used.append(name)
+    return probe
+
+
+def smi_driver(ctx: Context) -> str:
+    """What nvidia-smi says of the driver: the version in its ``-q -x`` report, else what it printed (an
+    NVML error), else ``absent`` (not installed or not collected). Cut or garbled XML still names the
+    driver in its first lines."""
+    probe = _raw(ctx, SMI_XML)
+    if probe is None or probe.get("missing"):
+        return "absent"
+    text = str(probe.get("stdout") or "")
+    found = sorted(set(_XML_DRIVER.findall(text)))
+    if found:
+        return " ".join(found)
+    said = text.strip() or str(probe.get("stderr") or "").strip()
+    return said[:300] if said else f"nothing (exit status {probe.get('rc')})"
+
+
+def ctk_version(ctx: Context) -> str | None:
+    """The first line ``nvidia-ctk --version`` printed in the versions probe (None: not installed or not read)."""
+    from clustereval.checks.audit_versions import parse_sections
+
+    probe = _raw(ctx, VERSIONS)
+    if probe is None:
+        return None
+    section = parse_sections(str(probe.get("stdout") or "")).get("nvidia-ctk")
+    if section is None or not section.present:
+        return None
+    return section.text.splitlines()[0] if section.text else ""
+
+
 def gpu_present(ctx: Context) -> tuple[bool, dict[str, Any] | None]:
     """Whether the node has an NVIDIA GPU: lspci when it is there, else the driver's own files."""
     try:
@@ -111,8 +150,7 @@ def gpu_present(ctx: Context) -> tuple[bool, dict[str, Any] | None]:
         return bool(inv["gpus"]), inv
     except Skip:
         facts = node_facts(ctx, NODE)
-        return (first(facts, "proc_version", "absent") != "absent" or first(facts, "smi_driver", "absent")
-                not in ("absent", "")), None
+        return (first(facts, "proc_version", "absent") != "absent" or smi_driver(ctx) != "absent"), None
 
 
 def require_gpu(ctx: Context) -> dict[str, Any] | None:
@@ -140,7 +178,7 @@ def driver_params(ctx: Context) -> dict[str, Any] | None:
 def driver(ctx: Context) -> Verdict:
     facts = node_facts(ctx, NODE)
     present, _ = gpu_present(ctx)
-    smi_raw, proc_raw = first(facts, "smi_driver", "absent"), first(facts, "proc_version", "absent")
+    smi_raw, proc_raw = smi_driver(ctx), first(facts, "proc_version", "absent")
     module_raw = first(facts, "module_version", "absent")
     evidence = {"nvidia_smi": smi_raw, "proc_driver_nvidia_version": proc_raw, "sys_module_nvidia_version": module_raw}
     if not present and smi_raw == "absent" and proc_raw == "absent":
@@ -192,14 +230,15 @@ def container_toolkit(ctx: Context) -> Verdict:
     tools = set(facts.get("tool") or [])
     files = facts.get("ctk_file") or []
     ctk = {"nvidia-ctk", "nvidia-container-cli", "nvidia-container-runtime", "nvidia-container-runtime-hook"}
-    evidence = {"tools": sorted(tools & ctk), "config_files": files, "ctk_version": first(facts, "ctk_version")}
+    version = ctk_version(ctx)
+    evidence = {"tools": sorted(tools & ctk), "config_files": files, "ctk_version": version}
     if not tools & ctk:
         if files:
             return Verdict("warn", f"toolkit configuration present ({', '.join(files)}) but no toolkit binary "
                            "on PATH: containers may start without GPUs", evidence=evidence)
         return Verdict("fail", "no NVIDIA Container Toolkit on a GPU node: containers cannot use the GPUs",
                        evidence=evidence)
-    version = first(facts, "ctk_version")
+    version = version or ""
     if "nvidia-ctk" in tools and not _VERSION_LOOSE.search(version):
         return Verdict("warn", f"nvidia-ctk is installed but its version is unreadable: {version[:80]!r}",
                        evidence=evidence)

@@ -22,6 +22,8 @@ from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict
 from clustereval.parsers import ParseError, parse
 
 PROBE = "versions_inventory"
+# `dcgmi -v` starts once per node, in the health area's probe; the versions checks read it there.
+DCGMI_PROBE = "health_dcgmi_version"
 GPU_PROBE = "nvidia_smi_q_x"
 _SECTION = re.compile(r"^### (\S+)(?: (absent|rc=(\d+)))?$")
 # ConnectX / BlueField adapters show a Mellanox "MT<device id>" hca_type; soft-RoCE and EFA do not.
@@ -441,9 +443,24 @@ def kernel_advisories(ctx: Context) -> Verdict:
     return _word(table, result, "kernel", "uname -r, /etc/os-release", {"os": osr.get("PRETTY_NAME")})
 
 
+def _probe_section(ctx: Context, probe_name: str, name: str) -> Section:
+    """A version tool another probe runs, read like one of the versions probe's sections."""
+    probe = ctx.probes.get(probe_name)
+    if probe is None:
+        raise HarnessError(f"probe {probe_name!r} was not collected on {ctx.subject}")
+    if probe_name not in ctx.used:
+        ctx.used.append(probe_name)
+    if probe.get("timed_out"):
+        raise HarnessError(f"`{probe.get('cmd')}` timed out after {probe.get('timeout')} s")
+    if probe.get("missing"):
+        return Section(name, False, None, "")
+    text = str(probe.get("stdout") or "").strip("\n") or str(probe.get("stderr") or "").strip("\n")
+    return Section(name, True, probe.get("rc"), text)
+
+
 @check("audit.versions.dcgm")
 def dcgm(ctx: Context) -> Verdict:
-    sec = _section(_sections(ctx), "dcgmi")
+    sec = _probe_section(ctx, DCGMI_PROBE, "dcgmi")
     if not sec.present:
         raise Skip("DCGM is not installed (no dcgmi)")
     versions = dcgm_versions(sec.text)
