@@ -7,16 +7,15 @@ import json
 import sys
 from pathlib import Path
 
-from clustereval import __version__
+from clustereval import __version__, yamldata
 
 
 def _extravars(pairs: list[str]) -> dict[str, object]:
     out: dict[str, object] = {}
     for pair in pairs:
         if pair.startswith("@"):
-            import yaml
 
-            out.update(yaml.safe_load(Path(pair[1:]).read_text(encoding="utf-8")) or {})
+            out.update(yamldata.load(Path(pair[1:]).read_text(encoding="utf-8")) or {})
             continue
         if "=" not in pair:
             raise SystemExit(f"clustereval: -e expects KEY=VALUE or @file.yml, got {pair!r}")

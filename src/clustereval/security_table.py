@@ -26,6 +26,8 @@ from typing import Any
 
 import yaml
 
+from clustereval import yamldata
+
 PACKAGED = "baselines/security_minimums.yml"
 FETCH_TIMEOUT_S = 10.0
 MAX_TABLE_BYTES = 4 * 1024 * 1024
@@ -358,7 +360,7 @@ def validate(data: Any, origin: str) -> dict[str, Any]:
 def _parse_text(text: str, origin: str) -> dict[str, Any]:
     try:
         # YAML is a superset of the JSON a web service would publish; libyaml's loader when present.
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = yamldata.load(text)
     except yaml.YAMLError as exc:
         raise TableError(f"{origin}: not YAML or JSON: {exc}") from None
     return validate(data, origin)

@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
+from clustereval import yamldata
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Limit:
 @cache
 def _area(area: str) -> dict[str, Any]:
     text = resources.files("clustereval.baselines").joinpath(f"{area}.yml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yamldata.load(text)
 
 
 def limit(area: str, check: str, hardware_class: str | None = None,

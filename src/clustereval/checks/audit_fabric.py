@@ -25,8 +25,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from clustereval import yamldata
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, audit_k8s, check, facts
 from clustereval.parsers.slurm import expand_hostlist
 
@@ -58,7 +57,7 @@ FULL_MEMBER = 0x8000
 @cache
 def _baseline() -> dict[str, Any]:
     text = resources.files("clustereval.baselines").joinpath("fabric.yml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yamldata.load(text)
 
 
 # --------------------------------------------------------------------------- parsing helpers

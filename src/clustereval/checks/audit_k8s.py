@@ -15,9 +15,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
-from clustereval import baselines
+from clustereval import baselines, yamldata
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
 from clustereval.parsers import ParseError, parse
 
@@ -40,7 +38,7 @@ class Forbidden(Exception):
 @cache
 def _data() -> dict[str, Any]:
     text = resources.files("clustereval.baselines").joinpath("k8s.yml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yamldata.load(text)
 
 
 # ---------------------------------------------------------------- reading the probes

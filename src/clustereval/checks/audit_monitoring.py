@@ -13,9 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
-from clustereval import baselines
+from clustereval import baselines, yamldata
 from clustereval.checks import Context, HarnessError, Skip, Verdict, check
 from clustereval.checks.audit_health import GPU_PROBE, has_gpus, programs
 from clustereval.checks.audit_scheduler import sections
@@ -35,7 +33,7 @@ ATTRIBUTION = re.compile(r"dcgmi\s+stats\b[^\n]*(--jstart|-s\b|--jstop|-x\b)|hpc
 @cache
 def _data() -> dict[str, Any]:
     text = resources.files("clustereval.baselines").joinpath("monitoring.yml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yamldata.load(text)
 
 
 def gpu_class(names: list[str]) -> str:

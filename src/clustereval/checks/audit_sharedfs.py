@@ -12,8 +12,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from clustereval import yamldata
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check, facts
 
 FINDMNT_PROBE = "sharedfs_findmnt"
@@ -22,7 +21,7 @@ FINDMNT_PROBE = "sharedfs_findmnt"
 @cache
 def _data() -> dict[str, Any]:
     text = resources.files("clustereval.baselines").joinpath("sharedfs.yml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return yamldata.load(text)
 
 
 def shared_mounts(findmnt_json: str) -> dict[str, dict[str, str]]:

@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
+from clustereval import yamldata
 
 REQUIRED = ("id", "title", "phase", "domain", "severity", "harnesses", "why", "fix")
 
@@ -28,7 +28,7 @@ def load() -> dict[str, dict[str, Any]]:
     entries: list[dict[str, Any]] = []
     for item in sorted(folder.iterdir(), key=lambda f: f.name):
         if item.name.endswith(".yml"):
-            entries.extend(yaml.safe_load(item.read_text(encoding="utf-8")).get("checks") or [])
+            entries.extend(yamldata.load(item.read_text(encoding="utf-8")).get("checks") or [])
     catalogue: dict[str, dict[str, Any]] = {}
     for entry in entries:
         entry.setdefault("scope", "cluster" if ".fleet." in entry.get("id", "") else "node")
@@ -62,7 +62,7 @@ def entry(check_id: str) -> dict[str, Any]:
 def cmax_criteria() -> list[dict[str, Any]]:
     """The 73 public audit criteria clustereval measures its coverage against (data)."""
     text = resources.files("clustereval.checks").joinpath("cmax_criteria.yml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)["criteria"]
+    return yamldata.load(text)["criteria"]
 
 
 def coverage() -> dict[str, Any]:
@@ -73,7 +73,7 @@ def coverage() -> dict[str, Any]:
     """
     known = {c["id"] for c in cmax_criteria()}
     text = resources.files("clustereval.checks").joinpath("cmax_criteria.yml").read_text(encoding="utf-8")
-    extras = {e["id"] for e in yaml.safe_load(text).get("extras") or []}
+    extras = {e["id"] for e in yamldata.load(text).get("extras") or []}
     by_criterion: dict[str, list[dict[str, Any]]] = {}
     unknown: dict[str, list[str]] = {}
     for check_id, item in load().items():

@@ -6,7 +6,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
+from clustereval import yamldata
 
 REQUIRED = ("name", "phase", "cmd")
 
@@ -19,7 +19,7 @@ def load() -> dict[str, dict[str, Any]]:
     for item in sorted(folder.iterdir(), key=lambda f: f.name):
         if not item.name.endswith(".yml"):
             continue
-        for probe in yaml.safe_load(item.read_text(encoding="utf-8")).get("probes") or []:
+        for probe in yamldata.load(item.read_text(encoding="utf-8")).get("probes") or []:
             missing = [key for key in REQUIRED if not probe.get(key)]
             if missing:
                 raise ValueError(f"probes/{item.name}: probe {probe.get('name')!r} lacks {', '.join(missing)}")

@@ -23,8 +23,7 @@ import re
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from clustereval import yamldata
 from clustereval.parsers import register
 from clustereval.parsers._common import result, to_int
 from clustereval.parsers.errors import ParseError
@@ -59,7 +58,7 @@ _NOTICES = (
 @functools.cache
 def _load_catalogue() -> dict[int, dict[str, Any]]:
     text = resources.files("clustereval.parsers").joinpath("data/xid_catalogue.yml").read_text("utf-8")
-    data = yaml.safe_load(text) or {}
+    data = yamldata.load(text) or {}
     return {int(entry["code"]): dict(entry) for entry in data.get("xids", [])}
 
 

@@ -14,9 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from clustereval import results as results_mod
+from clustereval import yamldata
 
 DEFAULT_RUBRIC = Path(__file__).with_name("rubric.yml")
 SCORE_FILE = "score.json"
@@ -84,7 +83,7 @@ def load_rubric(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """
     source = Path(path) if path is not None else DEFAULT_RUBRIC
     with open(source, encoding="utf-8") as fh:
-        rubric = yaml.safe_load(fh)
+        rubric = yamldata.load(fh)
     problems = rubric_problems(rubric)
     if problems:
         raise ValueError(f"rubric {source}: " + "; ".join(problems))

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from clustereval import yamldata
+
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 
 # CUDA version the driver reports, per driver branch; used when a node overrides only the driver version.
@@ -84,7 +86,7 @@ def _read_with_base(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     if path in seen:
         raise ProfileError(f"profile {path} extends itself through {' -> '.join(map(str, seen))}")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yamldata.load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ProfileError(f"profile {path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
