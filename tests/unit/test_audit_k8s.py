@@ -81,15 +81,109 @@ def workload(kind, name, namespace, image, ready=1, desired=1, env=None, args=No
     return obj
 
 
-def storage_class(name, provisioner, default=False):
+def storage_class(name, provisioner, default=False, binding="WaitForFirstConsumer", reclaim="Delete"):
     ann = {"storageclass.kubernetes.io/is-default-class": "true"} if default else None
     return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": meta(name, annotations=ann),
-            "provisioner": provisioner, "reclaimPolicy": "Delete", "volumeBindingMode": "WaitForFirstConsumer"}
+            "provisioner": provisioner, "reclaimPolicy": reclaim, "volumeBindingMode": binding}
 
 
 def csidriver(name):
     return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": meta(name),
             "spec": {"attachRequired": False, "podInfoOnMount": False, "volumeLifecycleModes": ["Persistent"]}}
+
+
+# ------------------------------------------------------------------ the storage provisioning test's output
+
+TEST_PVC = "clustereval-pvc-1746346351-3f9a1c"
+TEST_PVC_LABELS = {"app.kubernetes.io/managed-by": "clustereval", "clustereval/test": "pvc-provisioning"}
+TEST_VOLUME = "pvc-6c1e2f4a-93b7-4d2e-8f0a-5b7c9d1e3f21"
+NFS_COMPONENT = "nfs.csi.k8s.io_csi-nfs-controller-6d8f9b7c5d-q4x7m_0f6b8c1e-2d4a-4e5f-9a7b-3c2d1e0f9a8b"
+EXTERNAL_PROVISIONING = ("Waiting for a volume to be created either by the external provisioner 'nfs.csi.k8s.io' or "
+                         "manually by the system administrator. If volume creation is delayed, please verify that "
+                         "the provisioner is running and correctly registered.")
+NFS_MOUNT_FAILED = ('failed to provision volume with StorageClass "shared-fs": rpc error: code = Internal desc = '
+                    "failed to mount nfs server: rpc error: code = Internal desc = mount failed: exit status 32\n"
+                    "Mounting command: mount\nMounting arguments: -t nfs -o nfsvers=4.1 "
+                    "nfs.storage.internal:/export/shared /tmp/pvc-mount\nOutput: mount.nfs: Connection timed out\n")
+
+
+def own_claim(phase, sc="shared-fs", provisioner="nfs.csi.k8s.io", namespace="default"):
+    """The test claim as `kubectl get pvc NAME -o json` prints it (kubectl 1.31: sorted keys, 4-space indent,
+    managedFields hidden); ``provisioner`` None for a class that binds on first consumer (not yet annotated)."""
+    annotations = {"clustereval/purpose": "storage provisioning test of the clustereval audit, deleted when the "
+                                          "test ends"}
+    if provisioner:
+        annotations.update({"volume.beta.kubernetes.io/storage-provisioner": provisioner,
+                            "volume.kubernetes.io/storage-provisioner": provisioner})
+    spec = {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}}, "volumeMode": "Filesystem"}
+    if sc:
+        spec["storageClassName"] = sc
+    status = {"phase": phase}
+    if phase == "Bound":
+        annotations.update({"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes"})
+        spec["volumeName"] = TEST_VOLUME
+        status = {"accessModes": ["ReadWriteMany"], "capacity": {"storage": "1Gi"}, "phase": "Bound"}
+    metadata = {**meta(TEST_PVC, namespace, labels=TEST_PVC_LABELS, annotations=annotations),
+                "finalizers": ["kubernetes.io/pvc-protection"]}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec, "status": status}
+
+
+def claim_event(reason, message, kind="Normal", component="persistentvolume-controller", count=1, seq=0):
+    """A core/v1 Event about the test claim, as `kubectl get events -o json` lists it."""
+    return {"apiVersion": "v1", "count": count, "eventTime": None, "firstTimestamp": "2026-05-04T08:12:31Z",
+            "involvedObject": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": TEST_PVC,
+                               "namespace": "default", "resourceVersion": "4711", "uid": f"uid-{TEST_PVC}"},
+            "kind": "Event", "lastTimestamp": "2026-05-04T08:12:31Z", "message": message,
+            "metadata": {"creationTimestamp": "2026-05-04T08:12:31Z", "name": f"{TEST_PVC}.183c2f1a9b{seq:06x}",
+                         "namespace": "default", "resourceVersion": str(4712 + seq), "uid": f"uid-ev-{seq}"},
+            "reason": reason, "reportingComponent": component, "reportingInstance": "",
+            "source": {"component": component}, "type": kind}
+
+
+BOUND_EVENTS = [claim_event("ExternalProvisioning", EXTERNAL_PROVISIONING),
+                claim_event("Provisioning",
+                            f'External provisioner is provisioning volume for claim "default/{TEST_PVC}"',
+                            component=NFS_COMPONENT, seq=1),
+                claim_event("ProvisioningSucceeded", f"Successfully provisioned volume {TEST_VOLUME}",
+                            component=NFS_COMPONENT, seq=2)]
+FAILED_EVENTS = [*BOUND_EVENTS[:2], claim_event("ProvisioningFailed", NFS_MOUNT_FAILED, "Warning", NFS_COMPONENT,
+                                                count=4, seq=3)]
+WFFC_EVENTS = [claim_event("WaitForFirstConsumer", "waiting for first consumer to be created before binding")]
+
+
+def one_line(doc):
+    return json.dumps(doc, indent=4, sort_keys=True).replace("\n", "")
+
+
+def pvc_test_out(phase="Bound", events=BOUND_EVENTS, sc="shared-fs", provisioner="nfs.csi.k8s.io", default=0,
+                 binding="Immediate", reclaim="Delete", reason="rwx", create_rc=0, create=None, delete_rc=0,
+                 delete=None, waited=0, limit=30, end=True, claim=None):
+    """What the k8s_pvc_test probe prints (key=value lines, the claim and its events as one-line JSON)."""
+    lines = ["classes_rc=0", "class_seen=local-path rancher.io/local-path WaitForFirstConsumer Delete default",
+             f"class_seen=shared-fs nfs.csi.k8s.io {binding} {reclaim}",
+             f"class={sc or ''}", f"class_provisioner={provisioner or ''}", f"class_binding={binding}",
+             f"class_reclaim={reclaim}", f"class_default={default}", f"class_reason={reason}",
+             f"name={TEST_PVC}", "namespace=", f"wait_limit_s={limit}",
+             f"create_rc={create_rc}", f"create={create or f'persistentvolumeclaim/{TEST_PVC} created'}"]
+    if create_rc == 0:
+        claim = claim or own_claim(phase, sc, provisioner if binding == "Immediate" else None)
+        lines += [f"waited_s={waited}", "get_rc=0", f"phase={phase}", "pvc_json=" + one_line(claim),
+                  "events_rc=0",
+                  "events_json=" + one_line({"apiVersion": "v1", "items": list(events), "kind": "List",
+                                             "metadata": {"resourceVersion": ""}})]
+    lines += [f"delete_rc={delete_rc}"]
+    if delete_rc == 0 and create_rc == 0:
+        lines.append(f'delete={delete or f"persistentvolumeclaim {chr(34)}{TEST_PVC}{chr(34)} deleted"}')
+    elif delete:
+        lines.append(f"delete={delete}")
+    lines.append("leftovers=")
+    if end:
+        lines.append("end=ok")
+    return "\n".join(lines) + "\n"
+
+
+NOT_TRIED = ("skipped=actions are switched off (clustereval_audit_allow_actions=false): no test PVC created\n"
+             "end=ok\n")
 
 
 def pvc(name, modes, phase, sc="shared-fs"):
@@ -300,7 +394,7 @@ def healthy_objects():
             *kube_prometheus_stack(),
         ],
         "storage": [storage_class("local-path", "rancher.io/local-path", default=True),
-                    storage_class("shared-fs", "nfs.csi.k8s.io"), csidriver("nfs.csi.k8s.io"),
+                    storage_class("shared-fs", "nfs.csi.k8s.io", binding="Immediate"), csidriver("nfs.csi.k8s.io"),
                     pvc("datasets", ["ReadWriteMany"], "Bound")],
         "services": [ingress_class("nginx", "k8s.io/ingress-nginx", default=True),
                      service("kubernetes", "default"),
@@ -327,7 +421,9 @@ def healthy_objects():
     }
 
 
-def to_probes(objs, can_i=CAN_I_ALL_YES, api=API_RESOURCES, absent=(), overrides=None):
+def to_probes(objs, can_i=CAN_I_ALL_YES, api=API_RESOURCES, absent=(), overrides=None, pvc_test=None):
+    """The audit-k8s probes as the collect module returns them; ``pvc_test``: the provisioning test's output
+    (default: its claim bound), ``False`` when the probe was not collected."""
     def p(name, stdout, parser="kubectl-json", rc=0, stderr=""):
         return {"name": name, "cmd": f"kubectl ({name})", "tool": "kubectl", "rc": rc, "stdout": stdout,
                 "stderr": stderr, "parser": parser, "artifact": f"raw/_cluster/{name}.json"}
@@ -358,7 +454,11 @@ def to_probes(objs, can_i=CAN_I_ALL_YES, api=API_RESOURCES, absent=(), overrides
         "k8s_nads": p("k8s_nads", klist(*objs["nads"])),
         "k8s_nicclusterpolicies": p("k8s_nicclusterpolicies", klist(*objs["nicpolicies"])),
         "k8s_clusterpolicies": p("k8s_clusterpolicies", klist(*objs["clusterpolicies"])),
+        "k8s_pvc_test": {**p("k8s_pvc_test", pvc_test_out() if pvc_test is None else pvc_test or "", None),
+                         "artifact": "raw/_cluster/kubectl-pvc-provisioning-test.txt", "timeout": 150},
     }
+    if pvc_test is False:
+        del probes["k8s_pvc_test"]
     for name in absent:  # the kind's CRD is not installed
         resource = probes[name]["cmd"]
         probes[name].update(rc=1, stdout="",
@@ -643,21 +743,216 @@ class TestStorage:
     def test_skip_is_impossible_without_api_so_skip_only_when_not_k8s(self):
         assert run("audit.k8s.default_storage_class", {})["status"] == "skip"
 
+    # the API objects alone (the provisioning test not tried: actions disabled)
+
     def test_rwx_fail_when_rwx_pvcs_are_all_pending(self):
         objs = healthy_objects()
         objs["storage"][3] = pvc("datasets", ["ReadWriteMany"], "Pending")
-        assert status("audit.k8s.csi_rwx", objs)["status"] == "fail"
+        result = status("audit.k8s.csi_rwx", objs, pvc_test=NOT_TRIED)
+        assert result["status"] == "fail" and "provisioning not tried (actions disabled" in result["summary"]
 
     def test_rwx_warn_without_shared_provisioner(self):
         objs = healthy_objects()
         objs["storage"] = objs["storage"][:1]
-        assert status("audit.k8s.csi_rwx", objs)["status"] == "warn"
+        assert status("audit.k8s.csi_rwx", objs, pvc_test=NOT_TRIED)["status"] == "warn"
 
     def test_rwx_fail_when_the_class_names_an_uninstalled_driver(self):
         objs = healthy_objects()
         objs["storage"] = [objs["storage"][0], storage_class("lustre", "fsx.csi.aws.com"),
                            csidriver("ebs.csi.aws.com")]
-        assert status("audit.k8s.csi_rwx", objs)["status"] == "fail"
+        assert status("audit.k8s.csi_rwx", objs, pvc_test=NOT_TRIED)["status"] == "fail"
+
+
+class TestProvisioningTest:
+    """audit.k8s.csi_rwx with the storage provisioning test (probe k8s_pvc_test), cmax criterion 66."""
+
+    def test_pass_when_the_test_claim_binds_and_is_deleted(self):
+        result = status("audit.k8s.csi_rwx")
+        assert result["status"] == "pass"
+        assert result["summary"].startswith(f"test PVC default/{TEST_PVC} on shared-fs (nfs.csi.k8s.io) "
+                                            "(ReadWriteMany, 1Gi) bound in 0 s and deleted")
+        test = result["evidence"]["provisioning_test"]
+        assert test["outcome"] == "bound" and test["volume"] == TEST_VOLUME and test["delete_rc"] == 0
+        assert test["shared_fs_provisioner"] and [e["reason"] for e in test["events"]][-1] == "ProvisioningSucceeded"
+        assert "raw/_cluster/kubectl-pvc-provisioning-test.txt" in result["artifacts"]
+
+    def test_not_tried_when_actions_are_disabled_never_claims_it_worked(self):
+        result = status("audit.k8s.csi_rwx", pvc_test=NOT_TRIED)
+        assert result["status"] == "pass"  # graded from the API objects: a bound RWX claim of a tenant
+        assert result["summary"].endswith("; provisioning not tried (actions disabled: "
+                                          "clustereval_audit_allow_actions=false)")
+        assert "test PVC" not in result["summary"] and "bound in" not in result["summary"]
+        assert result["evidence"]["provisioning_test"] == {
+            "outcome": "not_tried", "tried": False, "leftovers_deleted": "",
+            "why": "actions disabled: clustereval_audit_allow_actions=false"}
+
+    def test_not_tried_when_the_probe_was_not_collected(self):
+        result = status("audit.k8s.csi_rwx", pvc_test=False)
+        assert result["status"] == "pass" and "provisioning not tried (the provisioning test was not collected)" \
+            in result["summary"]
+
+    def test_not_tried_without_any_class_to_try(self):
+        objs = healthy_objects()
+        objs["storage"] = [storage_class("local-path", "rancher.io/local-path")]
+        out = ("classes_rc=0\nclass_seen=local-path rancher.io/local-path WaitForFirstConsumer Delete\n"
+               "skipped=no StorageClass is the default and none has a shared-file-system provisioner: nothing to "
+               "provision from\nleftovers=\nend=ok\n")
+        result = status("audit.k8s.csi_rwx", objs, pvc_test=out)
+        assert result["status"] == "warn" and "provisioning not tried (no StorageClass is the default" in \
+            result["summary"]
+
+    def test_fail_when_provisioning_fails_on_the_shared_class(self):
+        out = pvc_test_out("Pending", FAILED_EVENTS, waited=30)
+        result = status("audit.k8s.csi_rwx", pvc_test=out)
+        assert result["status"] == "fail", result["summary"]
+        assert f"test PVC default/{TEST_PVC} on shared-fs (nfs.csi.k8s.io) did not bind: ProvisioningFailed: " \
+               'failed to provision volume with StorageClass "shared-fs"' in result["summary"]
+        assert "mount.nfs: Connection timed out" in result["summary"]
+        assert result["summary"].endswith("; the test PVC was deleted")
+        assert result["evidence"]["provisioning_test"]["failure"]["count"] == 4
+
+    def test_warn_when_still_pending_without_a_failure(self):
+        out = pvc_test_out("Pending", BOUND_EVENTS[:1], waited=30)
+        result = status("audit.k8s.csi_rwx", pvc_test=out)
+        assert result["status"] == "warn"
+        assert "was still Pending after 30 s (last event ExternalProvisioning: Waiting for a volume" in \
+            result["summary"]
+
+    def test_warn_when_the_account_may_not_create_pvcs(self):
+        refused = ('Error from server (Forbidden): error when creating "STDIN": persistentvolumeclaims is forbidden: '
+                   'User "tenant-a" cannot create resource "persistentvolumeclaims" in API group "" in the namespace '
+                   '"default"')
+        result = status("audit.k8s.csi_rwx", pvc_test=pvc_test_out(create_rc=1, create=refused))
+        assert result["status"] == "warn"
+        assert result["summary"].startswith("the evaluation account may not create PersistentVolumeClaims, so "
+                                            "provisioning could not be tried: Error from server (Forbidden)")
+
+    def test_warn_when_a_quota_refuses_the_claim(self):
+        refused = ('Error from server (Forbidden): error when creating "STDIN": persistentvolumeclaims "'
+                   f'{TEST_PVC}" is forbidden: exceeded quota: storage, requested: requests.storage=1Gi, used: '
+                   'requests.storage=100Gi, limited: requests.storage=100Gi')
+        result = status("audit.k8s.csi_rwx", pvc_test=pvc_test_out(create_rc=1, create=refused))
+        assert result["status"] == "warn" and "exceeded quota" in result["summary"]
+
+    def test_warn_when_the_test_claim_could_not_be_deleted(self):
+        denied = (f'Error from server (Forbidden): persistentvolumeclaims "{TEST_PVC}" is forbidden: User "tenant-a" '
+                  'cannot delete resource "persistentvolumeclaims" in API group "" in the namespace "default"')
+        result = status("audit.k8s.csi_rwx", pvc_test=pvc_test_out(delete_rc=1, delete=denied))
+        assert result["status"] == "warn"
+        assert "bound in 0 s but could NOT be deleted (Error from server (Forbidden)" in result["summary"]
+        assert f"`kubectl delete pvc -n default {TEST_PVC}`" in result["summary"]
+
+    def test_retain_class_names_the_volume_left_released(self):
+        objs = healthy_objects()
+        objs["storage"][1] = storage_class("shared-fs", "nfs.csi.k8s.io", binding="Immediate", reclaim="Retain")
+        result = status("audit.k8s.csi_rwx", objs, pvc_test=pvc_test_out(reclaim="Retain"))
+        assert result["status"] == "pass"
+        assert f"reclaimPolicy Retain): PersistentVolume {TEST_VOLUME} stays Released" in result["summary"]
+
+    def test_wait_for_first_consumer_on_a_shared_class_passes_with_the_note(self):
+        objs = healthy_objects()
+        objs["storage"][1] = storage_class("shared-fs", "nfs.csi.k8s.io")  # WaitForFirstConsumer
+        out = pvc_test_out("Pending", WFFC_EVENTS, binding="WaitForFirstConsumer", waited=4)
+        result = status("audit.k8s.csi_rwx", objs, pvc_test=out)
+        assert result["status"] == "pass"
+        assert "binds only when a pod uses it (WaitForFirstConsumer)" in result["summary"]
+        assert "provisioning itself was not proven" in result["summary"]
+        assert result["evidence"]["provisioning_test"]["outcome"] == "wait_for_consumer"
+
+    def test_wait_for_first_consumer_on_the_default_block_class_warns(self):
+        objs = healthy_objects()
+        objs["storage"] = [objs["storage"][0]]
+        out = pvc_test_out("Pending", WFFC_EVENTS, sc="local-path", provisioner="rancher.io/local-path", default=1,
+                           binding="WaitForFirstConsumer", reason="default", waited=4)
+        result = status("audit.k8s.csi_rwx", objs, pvc_test=out)
+        assert result["status"] == "warn"
+        assert "nor that this class serves ReadWriteMany" in result["summary"]
+
+    def test_default_class_that_cannot_serve_rwx_warns_with_its_error(self):
+        objs = healthy_objects()
+        objs["storage"] = [storage_class("gp3", "ebs.csi.aws.com", default=True, binding="Immediate")]
+        events = [claim_event("ProvisioningFailed", 'failed to provision volume with StorageClass "gp3": rpc error: '
+                              'code = InvalidArgument desc = Volume capabilities MULTI_NODE_MULTI_WRITER not supported '
+                              'for non-block volumes', "Warning", "ebs.csi.aws.com_ebs-csi-controller-0_1", seq=2)]
+        out = pvc_test_out("Pending", events, sc="gp3", provisioner="ebs.csi.aws.com", default=1, reason="default",
+                           waited=30)
+        result = status("audit.k8s.csi_rwx", objs, pvc_test=out)
+        assert result["status"] == "warn"
+        assert "the default class could not provision a ReadWriteMany volume either" in result["summary"]
+        assert "MULTI_NODE_MULTI_WRITER not supported" in result["summary"]
+
+    def test_bound_on_an_unlisted_provisioner_passes_and_says_so(self):
+        objs = healthy_objects()
+        objs["storage"] = [storage_class("portworx-shared", "pxd.portworx.com", default=True, binding="Immediate")]
+        out = pvc_test_out(sc="portworx-shared", provisioner="pxd.portworx.com", default=1, reason="default")
+        result = status("audit.k8s.csi_rwx", objs, pvc_test=out)
+        assert result["status"] == "pass"
+        assert "not on the known shared-file-system list, but it served ReadWriteMany" in result["summary"]
+
+    def test_bound_test_claim_while_other_rwx_claims_are_pending_warns(self):
+        objs = healthy_objects()
+        objs["storage"][3] = pvc("datasets", ["ReadWriteMany"], "Pending")
+        result = status("audit.k8s.csi_rwx", objs)
+        assert result["status"] == "warn" and "1 other ReadWriteMany PVC(s) are Pending: training/datasets" in \
+            result["summary"]
+
+    def test_the_test_claim_listed_by_k8s_storage_is_not_a_tenant_claim(self):
+        # k8s_storage runs alongside the test and may list its claim (Pending): it must not count
+        objs = healthy_objects()
+        objs["storage"][3] = own_claim("Pending", sc=None, provisioner=None)
+        objs["storage"].append(pvc("datasets", ["ReadWriteMany"], "Bound"))
+        assert status("audit.k8s.csi_rwx", objs)["status"] == "pass"
+        result = status("audit.k8s.default_storage_class", objs)
+        assert result["status"] == "pass" and result["evidence"]["pending_pvcs_without_class"] == []
+
+    def test_error_when_the_test_was_killed_at_its_timeout(self):
+        out = pvc_test_out(end=False).split("waited_s=")[0]
+        result = status("audit.k8s.csi_rwx", overrides={"k8s_pvc_test": {"stdout": out, "rc": -9, "timed_out": True}})
+        assert result["status"] == "error"
+        assert result["summary"].startswith("the storage provisioning test ran past its 150 s timeout and was killed: "
+                                            f"its test PVC {TEST_PVC} may remain until the next audit's sweep")
+
+    def test_error_when_the_output_is_cut_short(self):
+        result = status("audit.k8s.csi_rwx", pvc_test=pvc_test_out(end=False))
+        assert result["status"] == "error" and "cut short" in result["summary"]
+
+    def test_error_when_the_api_cannot_be_reached_for_the_test(self):
+        refused = "The connection to the server 10.0.0.1:6443 was refused - did you specify the right host or port?"
+        result = status("audit.k8s.csi_rwx", pvc_test=pvc_test_out(create_rc=1, create=refused, delete_rc=1,
+                                                                   delete=refused))
+        assert result["status"] == "error" and "could not reach the Kubernetes API" in result["summary"]
+
+    def test_error_when_the_audit_namespace_does_not_exist(self):
+        missing = 'Error from server (NotFound): error when creating "STDIN": namespaces "gpu-eval" not found'
+        result = status("audit.k8s.csi_rwx", pvc_test=pvc_test_out(create_rc=1, create=missing))
+        assert result["status"] == "error" and "clustereval_audit_k8s_namespace" in result["summary"]
+
+    def test_skip_without_kubectl_and_on_other_harnesses(self):
+        missing = {n: {"rc": 127, "stdout": "", "stderr": "kubectl: command not found", "missing": True}
+                   for n in ("k8s_storage", "k8s_pvc_test")}
+        assert status("audit.k8s.csi_rwx", overrides=missing)["status"] == "skip"
+        assert run("audit.k8s.csi_rwx", to_probes(healthy_objects()), harness="slurm")["status"] == "skip"
+
+    def test_parse_pvc_test_keeps_repeated_keys_in_order(self):
+        from clustereval.checks.audit_k8s import parse_pvc_test
+
+        facts = parse_pvc_test(pvc_test_out())
+        assert facts["class_seen"] == ["local-path rancher.io/local-path WaitForFirstConsumer Delete default",
+                                       "shared-fs nfs.csi.k8s.io Immediate Delete"]
+        assert facts["phase"] == ["Bound"] and facts["end"] == ["ok"]
+        assert json.loads(facts["pvc_json"][0])["metadata"]["name"] == TEST_PVC
+
+    def test_probe_knows_the_baselines_shared_file_system_provisioners(self):
+        import re
+
+        from clustereval import yamldata
+        from clustereval.checks import probe_catalogue
+        from tests.conftest import REPO
+
+        cmd = probe_catalogue.load()["k8s_pvc_test"]["cmd"]
+        listed = re.search(r"^rwx='([^']*)'", cmd, re.M).group(1).split()
+        baseline = yamldata.load((REPO / "src" / "clustereval" / "baselines" / "k8s.yml").read_text())
+        assert listed == baseline["rwx_provisioners"]
 
 
 class TestGpuOperator:
@@ -1061,14 +1356,21 @@ class TestParsers:
 
 
 def test_api_probes_are_read_only_kubectl_calls_of_their_own_phase():
-    from clustereval.checks import probe_catalogue
+    from clustereval.checks import catalogue, probe_catalogue
 
     api = probe_catalogue.for_phase("audit-k8s")
     names = {p["name"] for p in api}
     assert names == set(to_probes(healthy_objects()))
     for probe in api:
         assert probe["name"].startswith("k8s_") and probe["tool"] in ("kubectl", "helm")
+        if probe["name"] == "k8s_pvc_test":
+            continue
         assert not any(verb in probe["cmd"] for verb in ("kubectl create", "kubectl apply", "kubectl delete",
-                                                         "kubectl patch", "helm install"))
+                                                         "kubectl patch", "helm install", " create -f", " delete "))
+    # the one that acts: only when allowed, its delete always runs (an EXIT trap), and its check says it acts
+    acting = probe_catalogue.load()["k8s_pvc_test"]["cmd"]
+    assert acting.startswith('if [ "${CLUSTEREVAL_ALLOW_ACTIONS:-1}" != 1 ]; then')
+    assert "trap cleanup EXIT" in acting and acting.index("trap cleanup EXIT") < acting.index("k create -f -")
+    assert catalogue.entry("audit.k8s.csi_rwx")["acts"] is True
     node = [p for p in probe_catalogue.for_phase("audit") if p["name"].startswith("k8s_")]
     assert [p["name"] for p in node] == ["k8s_cpu_manager_state"]

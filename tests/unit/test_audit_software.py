@@ -1,14 +1,25 @@
 """Software stack & container checks: every check × every status, from probe outputs written here in
 the shape the probes in checks/probes/software.yml print (Slurm 22.05 `srun --mpi=list`, Lmod 8.7,
-enroot 3.5, Docker 28, Apptainer 1.3, NVIDIA HPC SDK 24.5 layout)."""
+enroot 3.5 and its `enroot import`, Docker 28, Apptainer 1.3, NVIDIA HPC SDK 24.5 layout)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
-from clustereval import checks
+from clustereval import checks, yamldata
 from clustereval.checks import Context
-from clustereval.checks.audit_software import enroot_version, module_names, mpi_plugins, nccl_version
+from clustereval.checks.audit_software import (
+    enroot_version,
+    import_problem,
+    module_names,
+    mpi_plugins,
+    nccl_version,
+)
 from clustereval.results import problems
 
 GPU = "nvidia_driver=loaded\nnvidia_pci_gpus=8\n"
@@ -31,6 +42,23 @@ LOGIN = ("login_path=/usr/local/cuda-12.4/bin:/usr/bin:/bin\nlogin_nvcc=/usr/loc
          "login_nvcc_release=12.4\nmodule_cmd=yes\n"
          "module_version=Modules based on Lua: Version 8.7.14  2022-11-08 13:59 -06:00\nmodule_rc=0\n"
          "module_avail=/opt/modulefiles:\nmodule_avail=cuda/12.4\nmodule_avail=hpcx/2.19\nmodule_avail=nccl/2.21.5\n")
+# What software_enroot_import prints for a good import (enroot 3.5, busybox from Docker Hub): the tail is
+# mksquashfs's summary, as enroot passes it on.
+WORKDIR = "/tmp/clustereval-enroot-Xq3d9LmP0a"
+IMPORT_OK = (f"enroot_import_image=docker://busybox:1.36\nenroot_import_dir={WORKDIR}\nenroot_import_rc=0\n"
+             "enroot_import_seconds=3.42\nenroot_import_sqsh=yes\nenroot_import_bytes=2215936\n"
+             "enroot_import_out=[INFO] Creating squashfs filesystem...\n"
+             "enroot_import_out=Parallel mksquashfs: Using 64 processors\n"
+             f"enroot_import_out=Creating 4.0 filesystem on {WORKDIR}/probe.sqsh, block size 131072.\n"
+             "enroot_import_out=Number of gids 1\nenroot_import_out=\troot (0)\n")
+IMPORT_HEAD = (f"enroot_import_image=docker://busybox:1.36\nenroot_import_dir={WORKDIR}\n"
+               "enroot_import_out=[INFO] Querying registry for permission grant\n")
+RATE_LIMITED = (IMPORT_HEAD + "enroot_import_rc=1\nenroot_import_seconds=1.20\nenroot_import_sqsh=no\n"
+                "enroot_import_out=[INFO] Fetching image manifest\n"
+                "enroot_import_out=[ERROR] URL https://registry-1.docker.io/v2/library/busybox/manifests/1.36 "
+                "returned error code: 429 Too Many Requests\n"
+                "enroot_import_error=[ERROR] URL https://registry-1.docker.io/v2/library/busybox/manifests/1.36 "
+                "returned error code: 429 Too Many Requests\n")
 BATCH = ("batch_rc=0\nbatch_path=/usr/local/cuda-12.4/bin:/usr/bin:/bin\nbatch_nvcc=/usr/local/cuda-12.4/bin/nvcc\n"
          "batch_mpirun=/opt/hpcx/ompi/bin/mpirun\nbatch_ompi_info=\nbatch_ucx_info=\n")
 
@@ -41,9 +69,9 @@ def probe(name: str, stdout: str = "", rc: int = 0, **extra) -> dict:
 
 
 def probes(libs: str = GPU + "nccl_lib=/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5\n" + MPI_PMIX + HPC_SDK,
-           containers: str = CONTAINERS, env: str = LOGIN + BATCH) -> dict:
+           containers: str = CONTAINERS, env: str = LOGIN + BATCH, enroot_import: str = IMPORT_OK) -> dict:
     return {**probe("software_libs", libs), **probe("software_containers", containers),
-            **probe("software_batch_env", env)}
+            **probe("software_batch_env", env), **probe("software_enroot_import", enroot_import)}
 
 
 def run(check_id: str, given: dict) -> dict:
@@ -60,7 +88,8 @@ def test_healthy_node_passes_every_software_check_but_the_topology_file_skip():
     healthy = probes()
     for check_id in ("audit.software.nccl", "audit.software.mpi_pmix", "audit.software.hpc_sdk",
                      "audit.software.lmod", "audit.software.batch_path", "audit.software.pyxis",
-                     "audit.software.enroot", "audit.software.docker", "audit.software.apptainer"):
+                     "audit.software.enroot", "audit.software.enroot_import", "audit.software.docker",
+                     "audit.software.apptainer"):
         assert run(check_id, healthy)["status"] == "pass", check_id
     assert run("audit.software.nccl_topo_container", healthy)["status"] == "skip"
 
@@ -227,14 +256,160 @@ class TestEnroot:
         restricted = CONTAINERS.replace("apparmor_userns=", "apparmor_userns=1")
         assert run("audit.software.enroot", probes(containers=restricted))["status"] == "warn"
 
-    def test_pass_says_import_was_not_tried(self):
+    def test_pass_points_to_the_import_check(self):
         result = run("audit.software.enroot", probes())
-        assert result["status"] == "pass" and "not tried" in result["summary"]
+        assert result["status"] == "pass" and "audit.software.enroot_import" in result["summary"]
 
     def test_skip_and_error(self):
         assert run("audit.software.enroot", probe("software_containers", rc=127, missing=True))["status"] == "skip"
         hung = probe("software_containers", timed_out=True, timeout=40)
         assert run("audit.software.enroot", hung)["status"] == "error"
+
+
+def imported(output: str) -> dict:
+    return run("audit.software.enroot_import", probes(enroot_import=output))
+
+
+def failed_import(rc: int, *lines: str, error: str = "", seconds: str = "2.00") -> str:
+    """The probe's output for an import that ended with status ``rc`` after printing ``lines``."""
+    out = IMPORT_HEAD + f"enroot_import_rc={rc}\nenroot_import_seconds={seconds}\nenroot_import_sqsh=no\n"
+    out += "".join(f"enroot_import_out={line}\n" for line in lines)
+    return out + (f"enroot_import_error={error}\n" if error else "")
+
+
+class TestEnrootImport:
+    def test_import_passes_with_its_time_and_size(self):
+        result = imported(IMPORT_OK)
+        assert result["status"] == "pass" and result["value"] == 3.42 and result["unit"] == "s"
+        assert "busybox:1.36" in result["summary"] and "2.1 MiB" in result["summary"]
+        assert result["evidence"]["squashfs_bytes"] == 2215936 and result["evidence"]["workdir"] == WORKDIR
+
+    def test_rate_limit_warns_with_enroot_error_line_and_tail(self):
+        result = imported(RATE_LIMITED)
+        assert result["status"] == "warn" and result["value"] is None
+        assert "HTTP 429" in result["summary"] and "returned error code: 429 Too Many Requests" in result["summary"]
+        assert result["evidence"]["output_tail"][-1].startswith("[ERROR] URL https://registry-1.docker.io")
+        assert result["evidence"]["rc"] == 1 and "rate limit" in result["evidence"]["cause"]
+
+    @pytest.mark.parametrize("lines, cause", [
+        (["curl: (6) Could not resolve host: registry-1.docker.io"], "does not resolve"),
+        (["curl: (7) Failed to connect to registry-1.docker.io port 443 after 2 ms: Couldn't connect to server"],
+         "no connection"),
+        (["curl: (60) SSL certificate problem: self-signed certificate in certificate chain"], "TLS"),
+        (["[ERROR] URL https://nvcr.io/proxy_auth returned error code: 401 Unauthorized"], "HTTP 401"),
+        (["[ERROR] Command not found: mksquashfs"], "squashfs-tools are missing"),
+        (["[ERROR] Command not found: parallel"], "parallel, which enroot needs"),
+        # mksquashfs on a full disk: its banner comes after the errors (stdio buffers it), no [ERROR] line.
+        (["[INFO] Creating squashfs filesystem...", "Write failed because No space left on device",
+          "FATAL ERROR: Failed to write to output filesystem", "Parallel mksquashfs: Using 64 processors",
+          "Creating 4.0 filesystem on /tmp/clustereval-enroot-Xq3d9LmP0a/probe.sqsh, block size 131072."],
+         "no space left"),
+        (["enroot-aufs2ovlfs: failed to set capabilities: Operation not permitted"], "permission denied"),
+    ])
+    def test_failures_warn_and_say_why(self, lines, cause):
+        error = next((line for line in reversed(lines) if line.startswith(("[ERROR]", "curl: (", "FATAL"))), "")
+        result = imported(failed_import(1, *lines, error=error))
+        assert result["status"] == "warn" and cause in result["summary"], result["summary"]
+        assert (error or lines[-1])[:60] in result["summary"]
+
+    def test_unrecognised_failure_still_warns_with_the_last_line(self):
+        result = imported(failed_import(2, "something odd happened"))
+        assert result["status"] == "warn" and "something odd happened" in result["summary"]
+        assert result["evidence"]["cause"] is None
+
+    @pytest.mark.parametrize("rc", [124, 137])
+    def test_timeout_warns_saying_so(self, rc):
+        result = imported(failed_import(rc, "[INFO] Downloading 13 missing layers...", seconds="130.02"))
+        assert result["status"] == "warn" and "did not finish within 120 s" in result["summary"]
+        assert result["value"] == 130.02
+
+    def test_image_written_but_nonzero_status_warns(self):
+        output = IMPORT_OK.replace("enroot_import_rc=0", "enroot_import_rc=1")
+        result = imported(output)
+        assert result["status"] == "warn" and "status 1" in result["summary"] and "Pyxis" in result["summary"]
+
+    def test_status_zero_without_an_image_warns(self):
+        output = IMPORT_OK.replace("enroot_import_sqsh=yes\nenroot_import_bytes=2215936\n", "enroot_import_sqsh=no\n")
+        result = imported(output)
+        assert result["status"] == "warn" and "no squashfs" in result["summary"]
+
+    def test_no_temporary_directory_warns(self):
+        output = ("enroot_import_image=docker://busybox:1.36\nenroot_import_setup_error=mktemp: failed to create "
+                  "directory via template '/tmp/clustereval-enroot-XXXXXXXXXX': No space left on device\n")
+        result = imported(output)
+        assert result["status"] == "warn" and "temporary directory" in result["summary"]
+
+    @pytest.mark.parametrize("why", [
+        "actions are switched off (clustereval_audit_allow_actions=false)",
+        "actions were not allowed (no CLUSTEREVAL_ALLOW_ACTIONS=1 in the environment)",
+        "no image to import (clustereval_audit_enroot_image is empty)",
+        "enroot is not installed"])
+    def test_import_not_tried_skips_never_passes(self, why):
+        result = imported(f"enroot_import_skipped={why}\n")
+        assert result["status"] == "skip" and result["summary"] == f"import not tried: {why}"
+
+    def test_directory_left_behind_is_said(self):
+        result = imported(IMPORT_OK + f"enroot_import_left={WORKDIR}\n")
+        assert result["status"] == "pass" and f"could not remove {WORKDIR}" in result["summary"]
+
+    def test_harness_failures_are_errors(self):
+        assert imported(IMPORT_HEAD)["status"] == "error"  # ended before enroot's status
+        assert imported("")["status"] == "error"
+        assert imported(failed_import(127, "sh: 1: timeout: not found"))["status"] == "error"
+        bad = failed_import(1, "[ERROR] Invalid image reference: docker://Busybox", error="[ERROR] Invalid image "
+                            "reference: docker://Busybox")
+        assert "clustereval_audit_enroot_image" in imported(bad)["summary"]
+        hung = probe("software_enroot_import", timed_out=True, timeout=150)
+        assert run("audit.software.enroot_import", hung)["status"] == "error"
+
+    def test_missing_sh_skips(self):
+        assert run("audit.software.enroot_import", probe("software_enroot_import", rc=127, missing=True)
+                   )["status"] == "skip"
+
+    def test_import_problem_reads_enroot_messages(self):
+        assert "HTTP 404" in import_problem(["[ERROR] URL https://gcr.io/v2/x/manifests/latest returned error "
+                                             "code: 404 Not Found"])
+        assert "HTTP 503" in import_problem(["[ERROR] URL https://r/v2/x returned error code: 503"])
+        assert import_problem(["[INFO] Fetching image manifest"]) is None
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.skipif(not (shutil.which("dash") and shutil.which("timeout") and shutil.which("mktemp")),
+                    reason="needs dash, timeout and mktemp")
+@pytest.mark.parametrize("fault, status", [(None, "pass"), ("rate_limited", "warn"), ("no_space", "warn")])
+def test_probe_with_the_simulated_enroot_is_judged_and_cleans_up(tmp_path, fault, status):
+    """The real probe script under dash, with the sim's enroot shim on PATH: its output is what the check
+    reads, and its directory is gone afterwards."""
+    cmd = next(p["cmd"] for p in yamldata.load((REPO / "src/clustereval/checks/probes/software.yml").read_text())
+               ["probes"] if p["name"] == "software_enroot_import")
+    bin_dir, tmp = tmp_path / "bin", tmp_path / "tmp"
+    bin_dir.mkdir(), tmp.mkdir()
+    shim = bin_dir / "enroot"
+    shim.write_text(f"#!{os.path.realpath(shutil.which('python3') or '/usr/bin/python3')} -IS\n" +
+                    (REPO / "src/clustereval/sim/shims/enroot.py").read_text())
+    shim.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "TMPDIR": str(tmp), "CLUSTEREVAL_ALLOW_ACTIONS": "1",
+           "CLUSTEREVAL_ENROOT_IMAGE": "docker://busybox:1.36"}
+    if fault:
+        (tmp_path / "enroot.json").write_text(f'{{"import": "{fault}"}}')
+        env["CLUSTEREVAL_SIM_ENROOT"] = str(tmp_path / "enroot.json")
+    proc = subprocess.run(["dash", "-c", cmd], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    result = imported(proc.stdout)
+    assert result["status"] == status, proc.stdout
+    assert result["evidence"]["workdir"].startswith(f"{tmp}/clustereval-enroot-")
+    assert list(tmp.iterdir()) == []
+    if fault == "rate_limited":
+        assert "HTTP 429" in result["summary"]
+    if fault == "no_space":
+        assert "no space left" in result["summary"]
+    if fault is None:
+        assert result["evidence"]["output_tail"][-1] == "root (0)" and result["evidence"]["squashfs_bytes"] == 4096
+    off = subprocess.run(["dash", "-c", cmd], env={**env, "CLUSTEREVAL_ALLOW_ACTIONS": "0"}, capture_output=True,
+                         text=True, timeout=60)
+    assert imported(off.stdout)["status"] == "skip" and list(tmp.iterdir()) == []
 
 
 TOPO = "nccl_topo_conf=/etc/nccl/topo.xml\nnccl_topo_readable=/etc/nccl/topo.xml\n"

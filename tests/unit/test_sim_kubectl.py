@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from clustereval import checks, parsers
-from clustereval.checks import Context, probe_catalogue
+from clustereval.checks import Context, audit_k8s, probe_catalogue
 from clustereval.results import CLUSTER_SUBJECT
 from clustereval.sim.overlays import Tree, k8s
 from clustereval.sim.profile import load_profile, node_settings, render_node
@@ -42,7 +44,9 @@ def sim_cluster(root: Path, profile: str, nodes: int = 2) -> dict[str, str]:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content)
     api = root / "nodes" / "node1" / "overlay" / k8s.API_DIR.lstrip("/") / "api.json"
-    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CLUSTEREVAL_SIM_K8S_API": str(api)}
+    # the provisioning test waits 2 s (not 30) for a claim that never binds; actions allowed, as the role's default
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CLUSTEREVAL_SIM_K8S_API": str(api),
+            "CLUSTEREVAL_K8S_PVC_WAIT": "2", "CLUSTEREVAL_ALLOW_ACTIONS": "1"}
 
 
 def sh(env: dict[str, str], cmd: str) -> subprocess.CompletedProcess[str]:
@@ -201,6 +205,162 @@ def test_helm(healthy):
     assert json.loads(releases)[0]["chart"] == "gpu-operator-v24.9.2"
 
 
+# ------------------------------------------------------------------ claims: create, read back, delete (state persists)
+
+CLAIM = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+         "metadata": {"name": "scratch-rwx", "labels": {"app.kubernetes.io/managed-by": "clustereval",
+                                                          "clustereval/test": "pvc-provisioning"}},
+         "spec": {"accessModes": ["ReadWriteMany"], "resources": {"requests": {"storage": "1Gi"}},
+                  "storageClassName": "shared-fs"}}
+
+
+def create(env, claim, *flags):
+    return subprocess.run(["/bin/sh", "-c", "kubectl create -f - " + " ".join(flags)], input=json.dumps(claim),
+                          capture_output=True, text=True, env=env, timeout=30)
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    return sim_cluster(tmp_path, "k8s-reference")
+
+
+def test_a_claim_on_the_immediate_nfs_class_binds_and_its_deletion_removes_the_volume(fresh):
+    proc = create(fresh, CLAIM)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "persistentvolumeclaim/scratch-rwx created\n", "")
+    # each kubectl call is a new process: the claim persists in state.json next to the API file
+    state = Path(fresh["CLUSTEREVAL_SIM_K8S_API"]).parent / "state.json"
+    assert state.is_file()
+    proc = sh(fresh, "kubectl get pvc scratch-rwx -o json --request-timeout=10s")
+    assert proc.returncode == 0 and proc.stdout.startswith('{\n    "apiVersion": "v1",\n    "kind": '
+                                                           '"PersistentVolumeClaim",\n')
+    claim = json.loads(proc.stdout)  # one named object: the object itself, not a List
+    assert list(claim) == ["apiVersion", "kind", "metadata", "spec", "status"]
+    assert claim["metadata"]["namespace"] == "default" and claim["metadata"]["finalizers"] == [
+        "kubernetes.io/pvc-protection"]
+    assert claim["metadata"]["annotations"]["pv.kubernetes.io/bind-completed"] == "yes"
+    assert claim["metadata"]["annotations"]["volume.kubernetes.io/storage-provisioner"] == "nfs.csi.k8s.io"
+    assert claim["spec"]["volumeMode"] == "Filesystem"
+    assert claim["spec"]["volumeName"] == "pvc-" + claim["metadata"]["uid"]
+    assert claim["status"] == {"accessModes": ["ReadWriteMany"], "capacity": {"storage": "1Gi"}, "phase": "Bound"}
+    item = parsers.parse("kubectl-json", proc.stdout)["items"][0]
+    assert item["kind"] == "PersistentVolumeClaim" and item["labels"]["app.kubernetes.io/managed-by"] == "clustereval"
+    pv = json.loads(sh(fresh, "kubectl get pv -o json").stdout)["items"]
+    assert [v["metadata"]["name"] for v in pv] == [claim["spec"]["volumeName"]]
+    assert pv[0]["spec"]["claimRef"]["name"] == "scratch-rwx" and pv[0]["spec"]["csi"]["driver"] == "nfs.csi.k8s.io"
+    events = json.loads(sh(fresh, "kubectl get events --field-selector involvedObject.kind=PersistentVolumeClaim,"
+                                  "involvedObject.name=scratch-rwx -o json").stdout)["items"]
+    assert [(e["type"], e["reason"]) for e in events] == [
+        ("Normal", "ExternalProvisioning"), ("Normal", "Provisioning"), ("Normal", "ProvisioningSucceeded")]
+    assert events[-1]["message"] == f"Successfully provisioned volume {claim['spec']['volumeName']}"
+    assert events[1]["source"]["component"].startswith("nfs.csi.k8s.io_csi-nfs-controller-")
+    # the tenant's claims of every namespace, ours among them, as the audit's k8s_storage probe lists them
+    data = parsers.parse("kubectl-json", sh(fresh, "kubectl get persistentvolumeclaims -A -o json").stdout)
+    assert [(i["namespace"], i["name"]) for i in data["items"]] == [("default", "scratch-rwx"),
+                                                                     ("training", "datasets")]
+    proc = sh(fresh, "kubectl delete pvc scratch-rwx --ignore-not-found --wait=true --timeout=20s")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, 'persistentvolumeclaim "scratch-rwx" deleted\n', "")
+    assert json.loads(sh(fresh, "kubectl get pv -o json").stdout)["items"] == []  # reclaimPolicy Delete
+    proc = sh(fresh, "kubectl get pvc scratch-rwx -o json")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == 'Error from server (NotFound): persistentvolumeclaims "scratch-rwx" not found\n'
+    proc = sh(fresh, "kubectl delete pvc scratch-rwx")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == 'Error from server (NotFound): persistentvolumeclaims "scratch-rwx" not found\n'
+    # --ignore-not-found: silent for a name; a selector matching nothing says so on stdout
+    assert sh(fresh, "kubectl delete pvc scratch-rwx --ignore-not-found").stdout == ""
+    proc = sh(fresh, "kubectl delete pvc -l app.kubernetes.io/managed-by=clustereval --ignore-not-found")
+    assert (proc.returncode, proc.stdout) == (0, "No resources found\n")
+    # the events outlive the claim, as the API server keeps them for an hour
+    assert "ProvisioningSucceeded" in sh(fresh, "kubectl get events -o json").stdout
+
+
+def test_claims_that_do_not_bind(fresh, tmp_path):
+    default_class = dict(CLAIM, metadata={"name": "on-default"},
+                         spec={k: v for k, v in CLAIM["spec"].items() if k != "storageClassName"})
+    assert create(fresh, default_class).returncode == 0
+    claim = json.loads(sh(fresh, "kubectl get pvc on-default -o json").stdout)
+    # the DefaultStorageClass admission names the default class; local-path waits for a pod
+    assert claim["spec"]["storageClassName"] == "local-path" and claim["status"] == {"phase": "Pending"}
+    events = json.loads(sh(fresh, "kubectl get events --field-selector involvedObject.name=on-default "
+                                  "-o json").stdout)["items"]
+    assert [(e["reason"], e["message"]) for e in events] == [
+        ("WaitForFirstConsumer", "waiting for first consumer to be created before binding")]
+    # a class that does not exist
+    assert create(fresh, dict(CLAIM, metadata={"name": "nowhere"}, spec={**CLAIM["spec"],
+                                                                          "storageClassName": "gold"})).returncode == 0
+    events = json.loads(sh(fresh, "kubectl get events --field-selector involvedObject.name=nowhere "
+                                  "-o json").stdout)["items"]
+    assert [(e["type"], e["reason"], e["message"]) for e in events] == [
+        ("Warning", "ProvisioningFailed", 'storageclass.storage.k8s.io "gold" not found')]
+    # the provisioning fault: the NFS provisioner fails every claim
+    profile = tmp_path / "fails.yml"
+    profile.write_text("extends: k8s-reference\nnodes:\n  node1:\n    faults:\n"
+                       "      k8s_pvc_provisioning_fails: 'rpc error: code = DeadlineExceeded desc = context deadline "
+                       "exceeded'\n")
+    (tmp_path / "fails").mkdir()
+    env = sim_cluster(tmp_path / "fails", str(profile))
+    assert create(env, CLAIM).returncode == 0
+    claim = json.loads(sh(env, "kubectl get pvc scratch-rwx -o json").stdout)
+    assert claim["status"] == {"phase": "Pending"} and "volumeName" not in claim["spec"]
+    events = json.loads(sh(env, "kubectl get events -o json").stdout)["items"]
+    assert (events[-1]["type"], events[-1]["reason"], events[-1]["message"]) == (
+        "Warning", "ProvisioningFailed", 'failed to provision volume with StorageClass "shared-fs": rpc error: '
+                                         "code = DeadlineExceeded desc = context deadline exceeded")
+    assert sh(env, "kubectl delete pvc scratch-rwx").stdout == 'persistentvolumeclaim "scratch-rwx" deleted\n'
+
+
+def test_claims_belong_to_the_api_file_they_were_made_on(fresh):
+    assert create(fresh, CLAIM).returncode == 0
+    api = Path(fresh["CLUSTEREVAL_SIM_K8S_API"])
+    text = api.read_text()
+    api.unlink()
+    api.write_text(text)  # the overlay rendered anew (`clustereval sim up` again over the same directory)
+    names = [i["metadata"]["name"] for i in json.loads(sh(fresh, "kubectl get pvc -A -o json").stdout)["items"]]
+    assert names == ["datasets"]
+
+
+def test_create_refusals_are_the_api_servers(fresh, tmp_path):
+    assert create(fresh, CLAIM).returncode == 0
+    proc = create(fresh, CLAIM)
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == ('Error from server (AlreadyExists): error when creating "STDIN": persistentvolumeclaims '
+                           '"scratch-rwx" already exists\n')
+    proc = create(fresh, CLAIM, "-n", "gpu-eval")
+    assert proc.stderr == 'Error from server (NotFound): error when creating "STDIN": namespaces "gpu-eval" not found\n'
+    profile = tmp_path / "denied.yml"
+    profile.write_text("extends: k8s-reference\nnodes:\n  node1:\n    faults:\n"
+                       "      k8s_rbac_denied: [create persistentvolumeclaims, delete persistentvolumeclaims]\n")
+    (tmp_path / "denied").mkdir()
+    env = sim_cluster(tmp_path / "denied", str(profile))
+    proc = create(env, CLAIM, "-n", "training")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == ('Error from server (Forbidden): error when creating "STDIN": persistentvolumeclaims is '
+                           'forbidden: User "tenant-a" cannot create resource "persistentvolumeclaims" in API group "" '
+                           'in the namespace "training"\n')
+    proc = sh(env, "kubectl delete pvc datasets -n training")
+    assert proc.stderr == ('Error from server (Forbidden): persistentvolumeclaims "datasets" is forbidden: User '
+                           '"tenant-a" cannot delete resource "persistentvolumeclaims" in API group "" in the '
+                           'namespace "training"\n')
+
+
+def test_jsonpath_and_label_selectors(healthy):
+    template = ('{range .items[*]}{.metadata.name}{"\\t"}{.provisioner}{"\\t"}{.volumeBindingMode}{"\\t"}'
+                '{.metadata.annotations.storageclass\\.kubernetes\\.io/is-default-class}{"\\n"}{end}')
+    proc = subprocess.run(["kubectl", "get", "storageclasses.storage.k8s.io", "-o", f"jsonpath={template}"],
+                          capture_output=True, text=True, env=healthy, timeout=30)
+    assert proc.stdout == ("local-path\trancher.io/local-path\tWaitForFirstConsumer\ttrue\n"
+                           "shared-fs\tnfs.csi.k8s.io\tImmediate\t\n")
+    proc = sh(healthy, "kubectl get nodes -o "
+                       "jsonpath='{.items[0].metadata.name} {.items[*].status.capacity.nvidia\\.com/gpu}'")
+    assert proc.stdout == "node1 8 8"  # no newline: kubectl adds none to a JSONPath template
+    listed = sh(healthy, "kubectl get deployments.apps -A -l app.kubernetes.io/name=kueue-controller-manager -o json")
+    assert [i["name"] for i in parsers.parse("kubectl-json", listed.stdout)["items"]] == ["kueue-controller-manager"]
+    proc = sh(healthy, "kubectl get events --field-selector reason=Nope,source=x -o json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["items"] == []
+    proc = sh(healthy, "kubectl get pvc -A --field-selector status.phase=Bound -o json")
+    assert proc.returncode == 1 and "field label not supported: status.phase" in proc.stderr
+
+
 # ------------------------------------------------------------------ the audit's probes through the shims
 
 def collect(env: dict[str, str]) -> dict[str, dict]:
@@ -221,8 +381,20 @@ def verdicts(env: dict[str, str]) -> dict[str, dict]:
                                "test") for c in ids}
 
 
+def leftover_claims(env: dict[str, str]) -> list[str]:
+    """Every claim of clustereval's provisioning test the simulated API still holds, in any namespace."""
+    proc = sh(env, "kubectl get pvc -A -l app.kubernetes.io/managed-by=clustereval -o jsonpath="
+                   "'{range .items[*]}{.metadata.namespace}/{.metadata.name}{\"\\n\"}{end}'")
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
 def test_k8s_reference_passes_every_cluster_check(healthy):
     results = verdicts(healthy)
+    rwx = results["audit.k8s.csi_rwx"]
+    assert re.fullmatch(r"test PVC default/clustereval-pvc-\d+-[0-9a-f]+ on shared-fs \(nfs\.csi\.k8s\.io\) "
+                        r"\(ReadWriteMany, 1Gi\) bound in [0-2] s and deleted", rwx["summary"]), rwx["summary"]
+    assert not leftover_claims(healthy)
     not_passing = {c: (r["status"], r["summary"]) for c, r in results.items() if r["status"] != "pass"}
     # no NVLink clique spans two nodes on an HGX H100: the multi-node NVLink check does not apply
     assert not_passing == {"audit.k8s.multinode_nvlink": ("skip", not_passing["audit.k8s.multinode_nvlink"][1])}
@@ -232,7 +404,10 @@ def test_audit_k8s_faults_are_found(flawed):
     results = verdicts(flawed)
     failing = {c for c, r in results.items() if r["status"] == "fail"}
     assert failing == {"audit.k8s.default_storage_class", "audit.k8s.rbac_access", "audit.k8s.rdma_exposure",
-                       "audit.k8s.gpu_operator", "audit.k8s.monitoring_stack"}
+                       "audit.k8s.gpu_operator", "audit.k8s.monitoring_stack", "audit.k8s.csi_rwx"}
+    assert "did not bind: ProvisioningFailed: failed to provision volume with StorageClass \"shared-fs\"" in \
+        results["audit.k8s.csi_rwx"]["summary"]
+    assert not leftover_claims(flawed)
     assert "ready on none of the 2 GPU node(s)" in results["audit.k8s.monitoring_stack"]["summary"]
     assert "gpu-operator/nvidia-dcgm-exporter 0/2" in results["audit.k8s.monitoring_stack"]["summary"]
     assert "create pods" in results["audit.k8s.rbac_access"]["summary"]
@@ -280,3 +455,47 @@ def test_components_down_fault(tmp_path):
     assert state["prometheus-kube-prometheus-stack-prometheus"]["replicas"] == 1
     assert "readyReplicas" not in state["prometheus-kube-prometheus-stack-prometheus"]
     assert results["audit.k8s.monitoring_stack"]["status"] == "fail"
+
+
+def test_provisioning_test_not_tried_when_actions_are_disabled(tmp_path):
+    env = {**sim_cluster(tmp_path, "k8s-reference"), "CLUSTEREVAL_ALLOW_ACTIONS": "0"}
+    probe = probe_catalogue.load()["k8s_pvc_test"]
+    proc = sh(env, probe["cmd"])
+    assert (proc.returncode, proc.stdout) == (0, "skipped=actions are switched off (clustereval_audit_allow_actions="
+                                                 "false): no test PVC created\nend=ok\n")
+    assert not (Path(env["CLUSTEREVAL_SIM_K8S_API"]).parent / "state.json").exists()  # nothing was written
+    probes = {"k8s_storage": {**probe_catalogue.load()["k8s_storage"], "rc": 0, "stderr": "",
+                              "stdout": sh(env, probe_catalogue.load()["k8s_storage"]["cmd"]).stdout},
+              "k8s_pvc_test": {**probe, "rc": 0, "stdout": proc.stdout, "stderr": ""}}
+    result = checks.evaluate("audit.k8s.csi_rwx", Context(subject=CLUSTER_SUBJECT, probes=probes,
+                                                          options={"harness": "k8s"}), "test")
+    assert result["status"] == "pass"
+    assert result["summary"].endswith("provisioning not tried (actions disabled: "
+                                      "clustereval_audit_allow_actions=false)")
+
+
+def test_provisioning_test_sweeps_old_leftovers_and_keeps_a_running_one(tmp_path):
+    env = sim_cluster(tmp_path, "k8s-reference")
+    now = int(time.time())
+    for name in (f"clustereval-pvc-{now - 3600}-0a1b2c", f"clustereval-pvc-{now - 60}-3d4e5f"):
+        assert create(env, {**CLAIM, "metadata": {**CLAIM["metadata"], "name": name}}).returncode == 0
+    proc = sh(env, probe_catalogue.load()["k8s_pvc_test"]["cmd"])
+    lines = proc.stdout.splitlines()
+    assert f"leftovers=clustereval-pvc-{now - 3600}-0a1b2c" in lines
+    assert f'sweep=persistentvolumeclaim "clustereval-pvc-{now - 3600}-0a1b2c" deleted' in lines
+    assert lines[-1] == "end=ok" and "phase=Bound" in lines and "delete_rc=0" in lines
+    # a claim a minute old may belong to an audit running elsewhere: it stays
+    assert leftover_claims(env) == [f"default/clustereval-pvc-{now - 60}-3d4e5f"]
+
+
+def test_provisioning_test_in_a_named_namespace(tmp_path):
+    env = {**sim_cluster(tmp_path, "k8s-reference"), "CLUSTEREVAL_K8S_NAMESPACE": "training"}
+    proc = sh(env, probe_catalogue.load()["k8s_pvc_test"]["cmd"])
+    facts = audit_k8s.parse_pvc_test(proc.stdout)
+    assert facts["namespace"] == ["training"] and facts["phase"] == ["Bound"]
+    assert json.loads(facts["pvc_json"][0])["metadata"]["namespace"] == "training"
+    env["CLUSTEREVAL_K8S_NAMESPACE"] = "gpu-eval"
+    facts = audit_k8s.parse_pvc_test(sh(env, probe_catalogue.load()["k8s_pvc_test"]["cmd"]).stdout)
+    assert facts["create_rc"] == ["1"] and "namespaces \"gpu-eval\" not found" in facts["create"][0]
+    assert facts["delete_rc"] == ["0"] and facts["end"] == ["ok"]  # the delete ran although create failed
+    assert not leftover_claims(env)

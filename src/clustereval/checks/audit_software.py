@@ -7,7 +7,9 @@ The probes (``checks/probes/software.yml``) print ``key=value`` lines built from
 ``nvc --version`` ("nvc 24.5-0 64-bit target…"), Lmod 8 (``module --version``: "Modules based on Lua:
 Version 8.7.x", ``module -t avail``) and Environment Modules 4/5 ("Modules Release 5.x"), Enroot 3
 (``enroot version``: "3.5.0"), Docker 20–28 (``docker version --format``), Apptainer 1.x
-("apptainer version 1.3.4"), SingularityCE/Singularity 3–4 ("singularity-ce version 4.1.2").
+("apptainer version 1.3.4"), SingularityCE/Singularity 3–4 ("singularity-ce version 4.1.2"), and the
+messages of an Enroot 3 ``enroot import`` (``[INFO] …`` steps, ``[ERROR] URL … returned error code: 429 Too
+Many Requests``, curl's ``curl: (6) Could not resolve host: …``, mksquashfs's summary).
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from clustereval.checks.audit_access import fields, first
 LIBS_PROBE = "software_libs"
 CONTAINERS_PROBE = "software_containers"
 BATCH_PROBE = "software_batch_env"
+IMPORT_PROBE = "software_enroot_import"
+IMPORT_CHECK = "audit.software.enroot_import"
+IMPORT_TIMEOUT_S = 120  # the probe's inner `timeout`
 BASELINE_AREA = "software_stack"
 NO_GPU = "no NVIDIA GPU on this node"
 NOT_SLURM_SIGNS = ("Could not establish a configuration source", "Unable to contact slurm controller")
@@ -294,7 +299,7 @@ def enroot(ctx: Context) -> Verdict:
     userns = {key: first(data, key) or None for key in ("userns_max", "userns_clone", "apparmor_userns")}
     evidence = {"enroot_rc": rc or None, "enroot_version": lines, "config": data.get("enroot_conf") or [],
                 "mounts": data.get("enroot_mount") or [], **userns,
-                "not_tried": "enroot import (pulls from a registry)"}
+                "import": f"tried by {IMPORT_CHECK}"}
     if not rc:
         return Verdict("warn", "enroot is not installed (Pyxis containers cannot run)", None, evidence=evidence)
     if rc != "0":
@@ -315,8 +320,106 @@ def enroot(ctx: Context) -> Verdict:
         return Verdict("warn", f"enroot {version}, but AppArmor restricts unprivileged user namespaces "
                        "(kernel.apparmor_restrict_unprivileged_userns=1): enroot needs an AppArmor profile", version,
                        evidence=evidence)
-    return Verdict("pass", f"enroot {version}, user namespaces allowed (import not tried: it needs a registry)",
+    return Verdict("pass", f"enroot {version}, user namespaces allowed (an image import is {IMPORT_CHECK})",
                    version, evidence=evidence)
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.1f} MiB" if nbytes >= 2**20 else f"{nbytes / 1024:.0f} KiB"
+
+
+def import_problem(lines: list[str]) -> str | None:
+    """What an ``enroot import`` failure's messages say went wrong, in a few words; None when unrecognised.
+
+    Enroot 3.x reports a registry's HTTP error as ``[ERROR] URL <url> returned error code: 429 Too Many
+    Requests``, a missing dependency as ``[ERROR] Command not found: mksquashfs``; curl's own errors
+    (``curl: (6) Could not resolve host: registry-1.docker.io``) come through as curl prints them.
+    """
+    text = "\n".join(lines)
+    http = re.search(r"returned error code: (\d{3})", text)
+    if http:
+        code = int(http.group(1))
+        if code == 429:
+            return "the registry's pull rate limit (HTTP 429): anonymous pulls are throttled"
+        if code in (401, 403):
+            return f"the registry refused access (HTTP {code}): credentials missing or wrong"
+        if code == 404:
+            return "the image is not in the registry (HTTP 404)"
+        if code >= 500:
+            return f"the registry failed (HTTP {code})"
+        return f"the registry answered HTTP {code}"
+    if re.search(r"curl: \(6\)|Could not resolve host", text):
+        return "the registry is unreachable: its name does not resolve (DNS, or a proxy enroot.conf lacks)"
+    if re.search(r"curl: \((7|28)\)|Failed to connect|Connection timed out|Operation timed out", text):
+        return "the registry is unreachable: no connection (firewall, or a proxy enroot.conf lacks)"
+    if re.search(r"curl: \((35|51|58|60|77)\)|SSL certificate problem|SSL_ERROR", text):
+        return "TLS to the registry failed (a certificate the node does not trust, or an intercepting proxy)"
+    if "No space left on device" in text:
+        return "no space left on device"
+    missing = re.search(r"Command not found: (\S+)|\b(mksquashfs|unsquashfs)\b: (?:command )?not found", text)
+    if missing:
+        tool = missing.group(1) or missing.group(2)
+        if tool in ("mksquashfs", "unsquashfs"):
+            return f"squashfs-tools are missing ({tool} not found)"
+        return f"{tool}, which enroot needs, is not installed"
+    if re.search(r"Operation not permitted|Permission denied|failed to set capabilities", text):
+        return "permission denied (enroot+caps missing, user namespaces restricted, or an enroot path not writable)"
+    if "Could not process JSON input" in text:
+        return "enroot could not read the registry's answer (jq failed on it)"
+    return None
+
+
+@check(IMPORT_CHECK)
+def enroot_import(ctx: Context) -> Verdict:
+    data = _data(ctx, IMPORT_PROBE)
+    if "enroot_import_skipped" in data:
+        raise Skip(f"import not tried: {first(data, 'enroot_import_skipped')}")
+    image = first(data, "enroot_import_image")
+    if not image:
+        raise HarnessError("the enroot import probe printed neither an image nor why it did not try one")
+    evidence: dict = {"image": image, "workdir": first(data, "enroot_import_dir") or None}
+    note = ""
+    if "enroot_import_left" in data:
+        evidence["left_behind"] = first(data, "enroot_import_left")
+        note = f" (and the probe could not remove {evidence['left_behind']})"
+    if "enroot_import_setup_error" in data:
+        why = first(data, "enroot_import_setup_error")
+        evidence["setup_error"] = why
+        return Verdict("warn", f"import not possible: no temporary directory could be made for it: {why[:200]}",
+                       None, evidence=evidence)
+    rc = first(data, "enroot_import_rc")
+    if not rc.isdigit():
+        raise HarnessError("the enroot import probe ended before the import did (no exit status)")
+    tail = [line.rstrip("\r") for line in data.get("enroot_import_out") or []]
+    error = first(data, "enroot_import_error").rstrip("\r")
+    seconds_text, size_text = first(data, "enroot_import_seconds"), first(data, "enroot_import_bytes").strip()
+    seconds = float(seconds_text) if re.fullmatch(r"\d+\.\d+", seconds_text) else None
+    size = int(size_text) if size_text.isdigit() else None
+    evidence.update(rc=int(rc), seconds=seconds, squashfs=first(data, "enroot_import_sqsh") == "yes",
+                    squashfs_bytes=size, error=error or None, output_tail=tail)
+    took = f" in {seconds:.1f} s" if seconds is not None else ""
+    command = f"`enroot import {image}`"
+    if rc in ("124", "137"):
+        return Verdict("warn", f"{command} did not finish within {IMPORT_TIMEOUT_S} s (stopped; last output: "
+                       f"{(tail[-1] if tail else 'none')[:160]}){note}", seconds, evidence=evidence)
+    if rc == "127":
+        raise HarnessError(f"could not start {command}: {(tail[-1] if tail else 'not found')[:200]}")
+    if "Invalid image reference" in error:
+        raise HarnessError(f"clustereval_audit_enroot_image is not an image enroot can import: {error[:200]}")
+    made = evidence["squashfs"] and bool(size)
+    if rc == "0" and made:
+        return Verdict("pass", f"enroot imported {image}{took} ({_size(size)} squashfs){note}", seconds,
+                       evidence=evidence)
+    if rc == "0":
+        return Verdict("warn", f"{command} exited 0 but wrote no squashfs image{note}", None, evidence=evidence)
+    if made and not error:
+        return Verdict("warn", f"{command} wrote a {_size(size)} squashfs but exited with status {rc}: Pyxis "
+                       f"treats that as a failed import{note}", None, evidence=evidence)
+    line = error or (tail[-1] if tail else "no output")
+    cause = import_problem([error, *tail] if error else tail)
+    evidence["cause"] = cause
+    return Verdict("warn", f"{command} fails (status {rc}{took})" + (f": {cause}" if cause else "") +
+                   f" — {line[:200]}{note}", None, evidence=evidence)
 
 
 @check("audit.software.nccl_topo_container")

@@ -19,15 +19,20 @@ StatefulSets, kube-state-metrics, Grafana) with the monitoring.coreos.com CRDs, 
 ready NicClusterPolicy running the RDMA shared device plugin for the node's NICs and an IPoIB
 NetworkAttachmentDefinition for that resource, Kueue (waitForPodsReady, a Topology used by a
 ResourceFlavor), Volcano with binpack, MPI Operator, ingress-nginx as the default IngressClass behind a
-MetalLB address, a default StorageClass and an NFS CSI class with a bound ReadWriteMany PVC, static CPU
-manager, full RBAC for the tenant.
+MetalLB address, a default StorageClass (local-path, WaitForFirstConsumer) and an NFS CSI class
+(``shared-fs``, Immediate, reclaimPolicy Delete) with a bound ReadWriteMany PVC and a running provisioner
+that binds new claims at once (the kubectl shim plays the PV controller and the provisioners listed under
+``provisioners``: the access modes each serves, the error it fails with), static CPU manager, full RBAC
+for the tenant.
 
 Faults (per node; the API-wide ones take effect on the node where kubectl runs, the audit's
 ``clustereval_k8s_api_host``, as a kubeconfig does): ``k8s_no_default_storage_class`` (bool),
 ``k8s_rbac_denied`` (list of ``"verb resource"`` the tenant may not do, e.g. ``create pods``; applies to
 ``auth can-i`` and to ``get``), ``k8s_nad_resource`` (a NetworkAttachmentDefinition ``sriov-ib`` asks
 for this resource), ``k8s_components_down`` (workloads with no ready pod, by name: ``volcano-scheduler``,
-``nvidia-dcgm-exporter``, ``prometheus-kube-prometheus-stack-prometheus``);
+``nvidia-dcgm-exporter``, ``prometheus-kube-prometheus-stack-prometheus``), ``k8s_pvc_provisioning_fails``
+(true, or the error text: the NFS CSI provisioner fails every new claim, which stays Pending with a
+``ProvisioningFailed`` event, as when its NFS server cannot be mounted);
 on the node itself: ``k8s_gpus_unadvertised`` (bool: its device plugin pod fails, the node advertises 0
 GPUs), ``k8s_cpu_manager_policy`` (``none`` | ``static``).
 """
@@ -39,15 +44,20 @@ from typing import Any
 
 SHIMS = {"kubectl": "kubectl.py", "helm": "helm.py"}
 FAULTS = {"k8s_no_default_storage_class", "k8s_rbac_denied", "k8s_nad_resource", "k8s_components_down",
-          "k8s_gpus_unadvertised", "k8s_cpu_manager_policy"}
+          "k8s_gpus_unadvertised", "k8s_cpu_manager_policy", "k8s_pvc_provisioning_fails"}
 API_DIR = "/etc/clustereval-sim-k8s"
 CREATED = "2026-05-04T08:12:31Z"
 DEVICE_PLUGIN = "nvidia-device-plugin-daemonset"
+# what csi-driver-nfs reports when its controller cannot mount the NFS export to create a volume's directory
+NFS_MOUNT_FAILED = ("rpc error: code = Internal desc = failed to mount nfs server: rpc error: code = Internal desc = "
+                    "mount failed: exit status 32\nMounting command: mount\nMounting arguments: -t nfs -o nfsvers=4.1 "
+                    "nfs.storage.internal:/export/shared /tmp/pvc-mount\nOutput: mount.nfs: Connection timed out\n")
 RDMA_RESOURCE = "rdma_shared_device_a"
 
 # name, shortnames, group, version, namespaced, kind: what a v1.31 API server with these operators serves
 CORE_RESOURCES = [
     ("configmaps", "cm", "", "v1", True, "ConfigMap"),
+    ("events", "ev", "", "v1", True, "Event"),
     ("namespaces", "ns", "", "v1", False, "Namespace"),
     ("nodes", "no", "", "v1", False, "Node"),
     ("persistentvolumeclaims", "pvc", "", "v1", True, "PersistentVolumeClaim"),
@@ -370,9 +380,22 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
         _cr("storage.k8s.io/v1", "StorageClass", "local-path", provisioner="rancher.io/local-path",
             reclaimPolicy="Delete", volumeBindingMode="WaitForFirstConsumer"),
         _cr("storage.k8s.io/v1", "StorageClass", "shared-fs", provisioner="nfs.csi.k8s.io",
-            parameters={"server": "nfs.storage.internal", "share": "/export/shared"}, reclaimPolicy="Retain",
+            parameters={"server": "nfs.storage.internal", "share": "/export/shared"}, reclaimPolicy="Delete",
             volumeBindingMode="Immediate", mountOptions=["nfsvers=4.1"]),
     ]
+    nfs_error = _fault(settings, "k8s_pvc_provisioning_fails", False)
+    if nfs_error is True:
+        nfs_error = NFS_MOUNT_FAILED
+    # the provisioners that run (the kubectl shim acts for them): access modes served, the error they fail with
+    provisioners = {
+        "nfs.csi.k8s.io": {"access_modes": ["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"],
+                           "error": str(nfs_error) if nfs_error else None,
+                           "pod": "csi-nfs-controller-6d8f9b7c5d-q4x7m"},
+        "rancher.io/local-path": {"access_modes": ["ReadWriteOnce", "ReadWriteOncePod"],
+                                  "unsupported": "NodePath only supports ReadWriteOnce and ReadWriteOncePod (1.22+) "
+                                                 "access modes",
+                                  "pod": "local-path-provisioner-7599fd788b-8hk2v"},
+    }
     if default_sc:
         storage_classes[0]["metadata"]["annotations"] = default_sc
     nads = [_cr("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinition", "rdma-ipoib", "default",
@@ -455,7 +478,7 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
             "denied": [str(d) for d in _fault(settings, "k8s_rbac_denied", []) or []],
             # DaemonSets whose pods fail on every node (the shim computes DaemonSet status from the nodes)
             "not_ready": sorted(down),
-            "resources": resources, "objects": objects,
+            "resources": resources, "objects": objects, "provisioners": provisioners,
             "helm_releases": [{"name": "gpu-operator", "namespace": "gpu-operator", "revision": "1",
                                "updated": "2026-05-04 08:12:31.402817293 +0000 UTC", "status": "deployed",
                                "chart": "gpu-operator-v24.9.2", "app_version": "v24.9.2"}]}

@@ -5,8 +5,10 @@ Settings (``software:`` in a profile), healthy defaults in code: ``nccl_version`
 none), ``lmod`` (true), ``enroot`` (true), ``apptainer`` (true), ``nccl_topo_file`` (null: bare metal
 needs none), ``slurm_export_env_none`` (false). Faults override them: ``software_nccl_version``,
 ``software_enroot``, ``software_lmod``, ``software_nccl_topo_file`` (a path /etc/nccl.conf names but
-which is not there) and ``software_slurm_export_env_none`` (login profile exports
-SLURM_EXPORT_ENV=NONE, so batch steps lose the login PATH).
+which is not there), ``software_slurm_export_env_none`` (login profile exports
+SLURM_EXPORT_ENV=NONE, so batch steps lose the login PATH) and ``software_enroot_import`` (``enroot
+import`` fails: ``rate_limited``, also ``fail`` or true, is Docker Hub's HTTP 429; ``unauthorized``,
+``unreachable`` or ``no_space``; the enroot shim reads it from ``/etc/clustereval-sim/enroot.json``).
 
 Tools are placed as files of the node's own overlay (``/usr/local``, ``/opt``) so nodes can differ;
 their code is the standalone shims in ``sim/shims/`` (enroot, apptainer, lmod) and the CUDA toolkit's
@@ -15,11 +17,13 @@ their code is the standalone shims in ``sim/shims/`` (enroot, apptainer, lmod) a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 FAULTS = {"software_nccl_version", "software_enroot", "software_lmod", "software_nccl_topo_file",
-          "software_slurm_export_env_none"}
+          "software_slurm_export_env_none", "software_enroot_import"}
+ENROOT_IMPORT_FAULTS = {"rate_limited", "unauthorized", "unreachable", "no_space"}
 SHIM_DIR = Path(__file__).resolve().parent.parent / "shims"
 CUDA_HOME = "/usr/local/cuda-{cuda}"
 
@@ -78,6 +82,14 @@ def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
         tree.file("/etc/enroot/mounts.d/10-system.fstab",
                   "/etc/hosts /etc/hosts none x-create=file,bind,ro,nosuid,nodev,noexec,private\n"
                   "/etc/nccl /etc/nccl none x-create=dir,bind,ro,nosuid,nodev,noexec,nofail,private\n")
+        broken = _setting(settings, "enroot_import", None)
+        if broken in (True, "fail"):
+            broken = "rate_limited"
+        if broken:
+            if broken not in ENROOT_IMPORT_FAULTS:
+                raise ValueError(f"software_enroot_import: {broken!r} is none of "
+                                 f"{', '.join(sorted(ENROOT_IMPORT_FAULTS))} (or fail/true)")
+            tree.file("/etc/clustereval-sim/enroot.json", json.dumps({"import": broken}) + "\n")
     if _setting(settings, "apptainer", True):
         tree.file("/usr/local/bin/apptainer", _shim("apptainer.py"), 0o755)
     topo = _setting(settings, "nccl_topo_file", None)

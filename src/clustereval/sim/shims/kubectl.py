@@ -21,13 +21,41 @@ Answers what the audit asks, as kubectl prints it:
   ``auth can-i VERB RESOURCE [--all-namespaces]``: ``yes`` (exit 0) or ``no`` (exit 1), with the
   warning kubectl prints on stderr for a cluster-scoped resource asked about in a namespace.
 
+* ``get TYPE NAME -o json`` prints the object itself (not a List); ``-l SELECTOR`` filters by labels
+  (``k=v``, ``k!=v``, ``k``, ``!k``, comma-joined); ``--field-selector`` takes ``metadata.name`` /
+  ``metadata.namespace`` and, for events, ``involvedObject.*``, ``reason``, ``type``;
+  ``-o jsonpath=TEMPLATE`` evaluates kubectl's JSONPath subset (``{.a.b}``, escaped dots, ``[*]``/``[N]``,
+  ``{range ...}{end}``, ``{"\t"}`` literals; a missing field prints nothing, as kubectl's
+  allowMissingKeys does);
+* ``create -f -`` (JSON on stdin) of a PersistentVolumeClaim: ``persistentvolumeclaim/NAME created``, the
+  API server's AlreadyExists / Forbidden / namespace NotFound errors (``error when creating "STDIN"``);
+* ``delete pvc NAME... | -l SELECTOR [--ignore-not-found] [--wait[=BOOL]] [--timeout=D]``:
+  ``persistentvolumeclaim "NAME" deleted``, ``Error from server (NotFound): persistentvolumeclaims "NAME" not
+  found``, ``No resources found`` when a selector matches nothing.
+
+The controllers act at once: a created claim is admitted (no storageClassName: the default class's name),
+then, for an ``Immediate`` class whose provisioner the API file lists under ``provisioners`` (access
+modes it serves, and an ``error`` it fails with), Bound to a new PersistentVolume ``pvc-<uid>`` with the
+events the PV controller and the external provisioner record (ExternalProvisioning, Provisioning,
+ProvisioningSucceeded), or left Pending with a ``ProvisioningFailed`` warning; a ``WaitForFirstConsumer``
+class leaves it Pending with ``WaitForFirstConsumer``; a provisioner nobody runs only with
+ExternalProvisioning. Deleting a claim deletes its volume (reclaimPolicy Delete) or leaves it Released
+(Retain); events stay. The objects that change (``persistentvolumeclaims``, ``persistentvolumes``,
+``events``) live in ``state.json`` next to the API file (on a simulated node: in its overlay), written
+under a lock, so they persist from one kubectl call to the next and replace the API file's lists.
+
 Without the API file it behaves like kubectl with no kubeconfig (connection to localhost:8080 refused).
 """
 
+import contextlib
+import fcntl
 import glob
+import hashlib
 import json
 import os
+import re
 import sys
+import time
 
 API_FILE = "/etc/clustereval-sim-k8s/api.json"
 NODE_FILE = "overlay/etc/clustereval-sim-k8s/node.json"
@@ -37,6 +65,11 @@ CLIENT_VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.4",
                   "platform": "linux/amd64"}
 KUSTOMIZE_VERSION = "v5.4.2"
 REFUSED = "The connection to the server localhost:8080 was refused - did you specify the right host or port?"
+STATE_FILE = "state.json"
+MUTABLE = ("persistentvolumeclaims", "persistentvolumes", "events")
+DEFAULT_CLASS = ("storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")
+BUILTIN_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+PV_CONTROLLER = "persistentvolume-controller"
 
 
 class KubectlError(Exception):
@@ -49,14 +82,62 @@ class KubectlError(Exception):
 
 # ----------------------------------------------------------------------------------------- the API state
 
+def api_path():
+    return os.environ.get("CLUSTEREVAL_SIM_K8S_API") or API_FILE
+
+
+def state_path():
+    """The objects kubectl changed (claims, volumes, events): a JSON file next to the API file."""
+    return os.path.join(os.path.dirname(api_path()), STATE_FILE)
+
+
 def load_api():
-    path = os.environ.get("CLUSTEREVAL_SIM_K8S_API") or API_FILE
+    """The API file with the changed objects of ``state.json`` over its lists; None without an API."""
     try:
-        with open(path) as fh:
+        with open(api_path()) as fh:
             api = json.load(fh)
+            stat = os.fstat(fh.fileno())
     except (OSError, ValueError):
         return None
-    return api if isinstance(api, dict) and api.get("enabled", True) else None
+    if not (isinstance(api, dict) and api.get("enabled", True)):
+        return None
+    try:
+        with open(state_path()) as fh:
+            state = json.load(fh)
+    except (OSError, ValueError):
+        state = {}
+    # the changes belong to this API file: one rendered anew (`sim up` again) starts from its own lists
+    api["api_stamp"] = f"{stat.st_ino}:{stat.st_mtime_ns}"
+    if state.get("api_stamp") != api["api_stamp"]:
+        state = {}
+    objects = api.setdefault("objects", {})
+    for key in MUTABLE:
+        if key in (state.get("objects") or {}):
+            objects[key] = state["objects"][key]
+    api["resource_version"] = int(state.get("resource_version") or 48300)
+    return api
+
+
+def save_state(api):
+    """Write the changed objects atomically (a reader never sees half a file)."""
+    path = state_path()
+    doc = {"api_stamp": api["api_stamp"], "resource_version": api["resource_version"],
+           "objects": {key: (api.get("objects") or {}).get(key) or [] for key in MUTABLE}}
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump(doc, fh, indent=1)
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def state_lock():
+    """One writer at a time: read, change and write the state under an exclusive lock."""
+    with open(state_path() + ".lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def sim_node_records(api):
@@ -166,34 +247,204 @@ def tabwriter(rows, padding=3, minwidth=6):
 
 # ----------------------------------------------------------------------------------------- commands
 
+VALUE_FLAGS = {"-o": "output", "--output": "output", "-n": "namespace", "--namespace": "namespace",
+               "--field-selector": "field_selector", "-l": "selector", "--selector": "selector",
+               "-f": "filename", "--filename": "filename", "--timeout": "timeout"}
+BOOL_FLAGS = {"--ignore-not-found": "ignore_not_found", "--wait": "wait"}
+
+
+def _bool(value):
+    if value.lower() in ("true", "1", "t"):
+        return True
+    if value.lower() in ("false", "0", "f"):
+        return False
+    raise KubectlError(f'error: invalid argument "{value}": strconv.ParseBool: parsing "{value}": invalid syntax')
+
+
 def parse_flags(args):
-    flags = {"all_namespaces": False, "namespace": None, "output": None, "field_selector": None}
+    flags = {"all_namespaces": False, "namespace": None, "output": None, "field_selector": None, "selector": None,
+             "filename": None, "timeout": None, "ignore_not_found": False, "wait": True}
     positional = []
     i = 0
     while i < len(args):
         a = args[i]
         nxt = args[i + 1] if i + 1 < len(args) else None
+        name, eq, value = a.partition("=")
         if a in ("-A", "--all-namespaces", "--all-namespaces=true"):
             flags["all_namespaces"] = True
-        elif a in ("-o", "--output", "-n", "--namespace", "--field-selector"):
+        elif name in BOOL_FLAGS:
+            flags[BOOL_FLAGS[name]] = _bool(value) if eq else True
+        elif a in VALUE_FLAGS:
             if nxt is None:
                 raise KubectlError('error: flag needs an argument: %s' % (
                     f"'{a[1]}' in {a}" if len(a) == 2 else "--" + a.lstrip("-")))
-            flags[{"-o": "output", "--output": "output", "-n": "namespace", "--namespace": "namespace",
-                   "--field-selector": "field_selector"}[a]] = nxt
+            flags[VALUE_FLAGS[a]] = nxt
             i += 1
-        elif a.startswith(("--output=", "--namespace=", "--field-selector=")):
-            key, _, value = a[2:].partition("=")
-            flags[key.replace("-", "_")] = value
-        elif a.startswith("-o") and len(a) > 2:
-            flags["output"] = a[2:].lstrip("=")
-        elif a.startswith("-"):
+        elif eq and name in VALUE_FLAGS:
+            flags[VALUE_FLAGS[name]] = value
+        elif a.startswith(("-o", "-n", "-l", "-f")) and len(a) > 2 and not a.startswith("--"):
+            flags[VALUE_FLAGS[a[:2]]] = a[2:].lstrip("=")
+        elif a.startswith("-") and a != "-":
             raise KubectlError("error: unknown flag: {}\nSee 'kubectl {} --help' for usage.".format(
                 a.split("=")[0], positional[0] if positional else "get"))
         else:
             positional.append(a)
         i += 1
     return positional, flags
+
+
+# ----------------------------------------------------------------------------------------- selectors
+
+def label_selector(text):
+    """Equality-based label requirements (``k=v``, ``k==v``, ``k!=v``, ``k``, ``!k``) as predicates."""
+    reqs = []
+    for part in [p.strip() for p in (text or "").split(",") if p.strip()]:
+        m = re.fullmatch(r"([A-Za-z0-9./_-]+)\s*(==|=|!=)\s*([A-Za-z0-9._-]*)", part)
+        if m:
+            key, op, value = m.groups()
+            reqs.append((lambda labels, k=key, v=value, neg=(op == "!="): (labels.get(k) == v) != neg))
+        elif re.fullmatch(r"!?[A-Za-z0-9./_-]+", part):
+            key, neg = part.lstrip("!"), part.startswith("!")
+            reqs.append((lambda labels, k=key, n=neg: (k in labels) != n))
+        else:
+            raise KubectlError(f'error: the simulated kubectl takes equality-based label selectors only: "{part}"')
+    return lambda obj: all(r((obj.get("metadata") or {}).get("labels") or {}) for r in reqs)
+
+
+FIELD_LABELS = {"metadata.name", "metadata.namespace"}
+EVENT_FIELD_LABELS = {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+                      "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+                      "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"}
+
+
+def _field(obj, path):
+    value = obj
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    if path == "source" and isinstance(value, dict):
+        value = value.get("component")
+    return "" if value is None else str(value)
+
+
+def field_selector(text, resource):
+    reqs = []
+    allowed = FIELD_LABELS | (EVENT_FIELD_LABELS if resource["kind"] == "Event" else set())
+    for part in [p for p in (text or "").split(",") if p]:
+        m = re.fullmatch(r"([A-Za-z.]+)(==|=|!=)(.*)", part)
+        if not m or m.group(1) not in allowed:
+            label = m.group(1) if m else part
+            group = resource["group"] + "/" if resource["group"] else "/"
+            raise KubectlError(f'Error from server (BadRequest): Unable to find "{group}{resource["version"]}, '
+                               f'Resource={resource["name"]}" that match label selector "", field selector "{text}": '
+                               f'field label not supported: {label}')
+        reqs.append(m.groups())
+    return lambda obj: all((_field(obj, f) == v) != (op == "!=") for f, op, v in reqs)
+
+
+# ----------------------------------------------------------------------------------------- JSONPath
+
+def _jsonpath_tokens(template):
+    """kubectl's JSONPath template as ("text"|"field"|"range"|"end", value) tokens."""
+    tokens, pos = [], 0
+    for m in re.finditer(r"\{((?:[^{}\"\\]|\\.|\"(?:[^\"\\]|\\.)*\")*)\}", template):
+        if m.start() > pos:
+            tokens.append(("text", template[pos:m.start()]))
+        body = m.group(1).strip()
+        if body.startswith('"') and body.endswith('"'):
+            tokens.append(("text", json.loads(body)))
+        elif body.startswith("range "):
+            tokens.append(("range", body[6:].strip()))
+        elif body == "end":
+            tokens.append(("end", None))
+        else:
+            tokens.append(("field", body))
+        pos = m.end()
+    if pos < len(template):
+        tokens.append(("text", template[pos:]))
+    return tokens
+
+
+def _jsonpath_values(obj, path):
+    path = path.lstrip("@$")
+    segments = [s.replace("\\.", ".") for s in re.split(r"(?<!\\)\.", path) if s]
+    values = [obj]
+    for seg in segments:
+        m = re.fullmatch(r"([^\[\]]*)(?:\[(\*|-?\d+)\])?", seg)
+        if not m:
+            raise KubectlError(f"error: error parsing jsonpath {path}, unrecognized character in action: {seg}")
+        name, index = m.groups()
+        nxt = []
+        for value in values:
+            if name:
+                if not isinstance(value, dict) or name not in value:
+                    continue
+                value = value[name]
+            if index == "*":
+                nxt.extend(value if isinstance(value, list) else list(value.values()) if isinstance(value, dict)
+                           else [])
+            elif index is not None:
+                if isinstance(value, list) and -len(value) <= int(index) < len(value):
+                    nxt.append(value[int(index)])
+            else:
+                nxt.append(value)
+        values = nxt
+    return values
+
+
+def _jsonpath_print(value):
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if value is None:
+        return "<nil>"
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def jsonpath(template, obj):
+    tokens = _jsonpath_tokens(template)
+
+    def run(start, current):
+        out, i = [], start
+        while i < len(tokens):
+            kind, value = tokens[i]
+            if kind == "end":
+                return "".join(out), i
+            if kind == "text":
+                out.append(value)
+            elif kind == "field":
+                out.append(" ".join(_jsonpath_print(v) for v in _jsonpath_values(current, value)))
+            elif kind == "range":
+                end = i
+                items = _jsonpath_values(current, value)
+                for item in items:
+                    text, end = run(i + 1, item)
+                    out.append(text)
+                if not items:  # skip to the matching {end}
+                    depth, end = 0, i + 1
+                    while end < len(tokens) and not (tokens[end][0] == "end" and depth == 0):
+                        depth += {"range": 1, "end": -1}.get(tokens[end][0], 0)
+                        end += 1
+                i = end
+            i += 1
+        return "".join(out), i
+
+    return run(0, obj)[0]
+
+
+# ----------------------------------------------------------------------------------------- commands
+
+def _resource_name(res):
+    return res["name"] + ("." + res["group"] if res["group"] else "")
+
+
+def _print(out, obj, output):
+    if output == "json":
+        out.write(go_json(obj, 4, True) + "\n")
+    else:
+        out.write(jsonpath(output.split("=", 1)[1], obj))
 
 
 def cmd_get(api, args, out, err):
@@ -203,8 +454,10 @@ def cmd_get(api, args, out, err):
                            "complete list of supported resources.\n\nerror: Required resource not specified.\n"
                            "Use \"kubectl explain <resource>\" for a detailed description of that resource "
                            "(e.g. kubectl explain pods).\nSee 'kubectl get -h' for help and examples")
-    if flags["output"] != "json":
-        raise KubectlError("error: the simulated kubectl prints -o json only (asked: {})".format(flags["output"]))
+    output = flags["output"] or ""
+    if output != "json" and not output.startswith("jsonpath="):
+        raise KubectlError("error: the simulated kubectl prints -o json and -o jsonpath only (asked: {})".format(
+            flags["output"]))
     resources = []
     for arg in positional[0].split(","):
         res = resolve(api, arg)
@@ -212,12 +465,8 @@ def cmd_get(api, args, out, err):
             raise unknown_type(arg)
         resources.append(res)
     names = positional[1:]
-    selector = flags["field_selector"]
-    if selector and not selector.startswith("metadata.name="):
-        label = selector.split("=")[0]
-        raise KubectlError(f'Error from server (BadRequest): Unable to find "/v1, Resource={resources[0]["name"]}" '
-                           f'that match label selector "", field selector "{selector}": field label not supported: '
-                           f'{label}')
+    labels = label_selector(flags["selector"])
+    fields = {id(res): field_selector(flags["field_selector"], res) for res in resources}
     namespace = None if flags["all_namespaces"] else (flags["namespace"] or "default")
     records = sim_node_records(api)
     items, errors = [], []
@@ -232,18 +481,292 @@ def cmd_get(api, args, out, err):
                 continue
             if names and meta.get("name") not in names:
                 continue
-            if selector and meta.get("name") != selector.split("=", 1)[1]:
+            if not labels(obj) or not fields[id(res)](obj):
                 continue
             items.append(obj)
     if names and not items and not errors:
-        raise KubectlError('Error from server (NotFound): {} "{}" not found'.format(
-            resources[0]["name"] + ("." + resources[0]["group"] if resources[0]["group"] else ""), names[0]))
-    if not errors or items:
-        out.write(go_json({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}},
-                          4, True) + "\n")
+        raise KubectlError(f'Error from server (NotFound): {_resource_name(resources[0])} "{names[0]}" not found')
+    if len(names) == 1 and len(resources) == 1 and items:
+        _print(out, items[0], output)  # one named object: kubectl prints the object, not a List
+    elif not errors or items:
+        _print(out, {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}, output)
     if errors:
         raise KubectlError("\n".join(errors))
     return 0
+
+
+def _now():
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _new_uid(*parts):
+    h = hashlib.sha256("/".join([*parts, repr(time.time_ns()), str(os.getpid())]).encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _next_version(api):
+    api["resource_version"] += 1
+    return str(api["resource_version"])
+
+
+def _namespaces(api):
+    found = set(BUILTIN_NAMESPACES)
+    for items in (api.get("objects") or {}).values():
+        found.update((o.get("metadata") or {}).get("namespace") for o in items or [])
+    return found - {None}
+
+
+def _storage_classes(api):
+    return {(c.get("metadata") or {}).get("name"): c for c in (api.get("objects") or {}).get(
+        "storageclasses.storage.k8s.io") or []}
+
+
+def _is_default(cls):
+    annotations = (cls.get("metadata") or {}).get("annotations") or {}
+    return any(annotations.get(k) == "true" for k in DEFAULT_CLASS)
+
+
+def _event(api, claim, kind, reason, message, component):
+    meta = claim["metadata"]
+    now = _now()
+    return {"apiVersion": "v1", "count": 1, "eventTime": None, "firstTimestamp": now,
+            "involvedObject": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": meta["name"],
+                               "namespace": meta["namespace"], "resourceVersion": meta["resourceVersion"],
+                               "uid": meta["uid"]},
+            "kind": "Event", "lastTimestamp": now, "message": message,
+            "metadata": {"creationTimestamp": now, "name": "{}.{:x}".format(meta["name"], time.time_ns()),
+                         "namespace": meta["namespace"], "resourceVersion": _next_version(api),
+                         "uid": _new_uid("event", meta["name"], reason)},
+            "reason": reason, "reportingComponent": component, "reportingInstance": "",
+            "source": {"component": component}, "type": kind}
+
+
+def provision(api, claim):
+    """What the admission plugin, the PV controller and the external provisioner do with a new claim, at once."""
+    spec, meta = claim["spec"], claim["metadata"]
+    classes = _storage_classes(api)
+    events = []
+    claim["status"] = {"phase": "Pending"}
+    if "storageClassName" not in spec:  # DefaultStorageClass admission: the newest default class
+        defaults = sorted((c for c in classes.values() if _is_default(c)),
+                          key=lambda c: (c.get("metadata") or {}).get("creationTimestamp") or "")
+        if defaults:
+            spec["storageClassName"] = defaults[-1]["metadata"]["name"]
+    name = spec.get("storageClassName")
+    cls = classes.get(name)
+    if not name:
+        events.append(("Normal", "FailedBinding",
+                       "no persistent volumes available for this claim and no storage class is set", PV_CONTROLLER))
+    elif cls is None:
+        events.append(("Warning", "ProvisioningFailed", f'storageclass.storage.k8s.io "{name}" not found',
+                       PV_CONTROLLER))
+    elif cls.get("volumeBindingMode") == "WaitForFirstConsumer":
+        events.append(("Normal", "WaitForFirstConsumer", "waiting for first consumer to be created before binding",
+                       PV_CONTROLLER))
+    else:
+        provisioner = str(cls.get("provisioner") or "")
+        annotations = meta.setdefault("annotations", {})
+        annotations["volume.beta.kubernetes.io/storage-provisioner"] = provisioner
+        annotations["volume.kubernetes.io/storage-provisioner"] = provisioner
+        events.append(("Normal", "ExternalProvisioning",
+                       f"Waiting for a volume to be created either by the external provisioner '{provisioner}' or "
+                       "manually by the system administrator. If volume creation is delayed, please verify that the "
+                       "provisioner is running and correctly registered.", PV_CONTROLLER))
+        caps = (api.get("provisioners") or {}).get(provisioner)
+        if caps is not None:  # a provisioner runs for this class
+            component = "{}_{}_{}".format(provisioner, caps.get("pod") or "csi-controller-0", _new_uid(provisioner))
+            claim_ref = f'{meta["namespace"]}/{meta["name"]}'
+            events.append(("Normal", "Provisioning",
+                           f'External provisioner is provisioning volume for claim "{claim_ref}"', component))
+            modes = spec.get("accessModes") or []
+            error = caps.get("error")
+            if not error and not set(modes) <= set(caps.get("access_modes") or []):
+                error = (caps.get("unsupported")
+                         or "rpc error: code = InvalidArgument desc = volume capabilities not supported")
+            if error:
+                events.append(("Warning", "ProvisioningFailed",
+                               f'failed to provision volume with StorageClass "{name}": {error}', component))
+            else:
+                volume = "pvc-" + meta["uid"]
+                storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage", "1Gi")
+                api["objects"].setdefault("persistentvolumes", []).append(
+                    persistent_volume(api, claim, cls, volume, storage))
+                spec["volumeName"] = volume
+                annotations["pv.kubernetes.io/bind-completed"] = "yes"
+                annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
+                meta["finalizers"] = ["kubernetes.io/pvc-protection"]
+                claim["status"] = {"accessModes": list(modes), "capacity": {"storage": storage}, "phase": "Bound"}
+                events.append(("Normal", "ProvisioningSucceeded", f"Successfully provisioned volume {volume}",
+                               component))
+    meta.setdefault("finalizers", ["kubernetes.io/pvc-protection"])
+    meta["resourceVersion"] = _next_version(api)
+    api["objects"].setdefault("events", []).extend(_event(api, claim, *e) for e in events)
+
+
+def persistent_volume(api, claim, cls, volume, storage):
+    provisioner = str(cls.get("provisioner") or "")
+    params = cls.get("parameters") or {}
+    pv = {"apiVersion": "v1", "kind": "PersistentVolume",
+          "metadata": {"annotations": {"pv.kubernetes.io/provisioned-by": provisioner,
+                                       "volume.kubernetes.io/provisioner-deletion-secret-name": "",
+                                       "volume.kubernetes.io/provisioner-deletion-secret-namespace": ""},
+                       "creationTimestamp": _now(),
+                       "finalizers": ["external-provisioner.volume.kubernetes.io/finalizer",
+                                      "kubernetes.io/pv-protection"],
+                       "name": volume, "resourceVersion": _next_version(api), "uid": _new_uid("pv", volume)},
+          "spec": {"accessModes": list(claim["spec"].get("accessModes") or []), "capacity": {"storage": storage},
+                   "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                "name": claim["metadata"]["name"], "namespace": claim["metadata"]["namespace"],
+                                "resourceVersion": claim["metadata"].get("resourceVersion", ""),
+                                "uid": claim["metadata"]["uid"]},
+                   "csi": {"driver": provisioner, "volumeAttributes": {**{str(k): str(v) for k, v in params.items()},
+                                                                        "subdir": volume},
+                           "volumeHandle": "{}#{}#{}##".format(params.get("server", ""),
+                                                              str(params.get("share", "")).lstrip("/"), volume)},
+                   "persistentVolumeReclaimPolicy": cls.get("reclaimPolicy") or "Delete",
+                   "storageClassName": claim["spec"]["storageClassName"],
+                   "volumeMode": claim["spec"].get("volumeMode") or "Filesystem"},
+          "status": {"lastPhaseTransitionTime": _now(), "phase": "Bound"}}
+    if cls.get("mountOptions"):
+        pv["spec"]["mountOptions"] = list(cls["mountOptions"])
+    return pv
+
+
+def _read_manifest(flags, stdin):
+    if flags["filename"] != "-":
+        raise KubectlError("error: the simulated kubectl reads manifests from stdin only (-f -)")
+    text = stdin.read()
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise KubectlError('error: error parsing STDIN: the simulated kubectl reads JSON manifests only') from None
+    return doc.get("items") if doc.get("kind") == "List" else [doc]
+
+
+def cmd_create(api, args, out, err, stdin=None, verb="create"):
+    positional, flags = parse_flags(args)
+    if positional or not flags["filename"]:
+        raise KubectlError(f"error: the simulated kubectl creates from a manifest only (kubectl {verb} -f -)")
+    known = _namespaces(api)
+    errors = []
+    for doc in _read_manifest(flags, stdin or sys.stdin):
+        kind = doc.get("kind")
+        res = resolve(api, str(kind or ""))
+        if kind != "PersistentVolumeClaim" or doc.get("apiVersion") != "v1":
+            raise KubectlError(f"error: the simulated kubectl creates v1 PersistentVolumeClaims only (got {kind})")
+        meta = dict(doc.get("metadata") or {})
+        name = meta.get("name")
+        if not name:
+            raise KubectlError('The PersistentVolumeClaim "" is invalid: metadata.name: Required value: name or '
+                               'generateName is required')
+        namespace = meta.get("namespace") or flags["namespace"] or "default"
+        if flags["namespace"] and meta.get("namespace") and meta["namespace"] != flags["namespace"]:
+            theirs = meta["namespace"]
+            raise KubectlError(f'error: the namespace from the provided object "{theirs}" does not match the '
+                               f'namespace "{flags["namespace"]}". You must pass \'--namespace={theirs}\' to perform '
+                               'this operation.')
+        where = 'Error from server ({}): error when creating "STDIN": '
+        if denied(api, "create", res):
+            errors.append(where.format("Forbidden") + forbidden(api, "create", res, namespace).split(": ", 1)[1])
+            continue
+        if namespace not in known:
+            errors.append(where.format("NotFound") + f'namespaces "{namespace}" not found')
+            continue
+        claims = api["objects"].setdefault("persistentvolumeclaims", [])
+        if any((c.get("metadata") or {}).get("name") == name and c["metadata"].get("namespace") == namespace
+               for c in claims):
+            if verb == "apply":
+                out.write(f"persistentvolumeclaim/{name} unchanged\n")
+                continue
+            errors.append(where.format("AlreadyExists") + f'persistentvolumeclaims "{name}" already exists')
+            continue
+        spec = dict(doc.get("spec") or {})
+        if not spec.get("accessModes") or not ((spec.get("resources") or {}).get("requests") or {}).get("storage"):
+            errors.append(f'The PersistentVolumeClaim "{name}" is invalid: \n'
+                          + ("* spec.accessModes: Required value: at least 1 access mode is required\n"
+                             if not spec.get("accessModes") else "")
+                          + ("* spec.resources[storage]: Required value\n"
+                             if not ((spec.get("resources") or {}).get("requests") or {}).get("storage") else ""))
+            continue
+        spec.setdefault("volumeMode", "Filesystem")
+        meta.update(namespace=namespace, creationTimestamp=_now(), uid=_new_uid(namespace, name),
+                    resourceVersion=_next_version(api))
+        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
+        claims.append(claim)
+        provision(api, claim)
+        out.write(f"persistentvolumeclaim/{name} created\n")
+    save_state(api)
+    if errors:
+        raise KubectlError("\n".join(e.rstrip("\n") for e in errors))
+    return 0
+
+
+def cmd_apply(api, args, out, err, stdin=None):
+    return cmd_create(api, args, out, err, stdin, verb="apply")
+
+
+def cmd_delete(api, args, out, err, stdin=None):
+    positional, flags = parse_flags(args)
+    if not positional:
+        raise KubectlError("error: You must provide one or more resources by argument or filename.\nExample resource "
+                           "specifications include:\n   '-f rsrc.yaml'\n   '--filename=rsrc.json'\n   '<resource> "
+                           "<name>'\n   '<resource>'")
+    res = resolve(api, positional[0])
+    if res is None:
+        raise unknown_type(positional[0])
+    if res["kind"] not in ("PersistentVolumeClaim", "PersistentVolume"):
+        raise KubectlError("error: the simulated kubectl deletes PersistentVolumeClaims and PersistentVolumes only")
+    names = positional[1:]
+    if not names and not flags["selector"]:
+        raise KubectlError("error: resource(s) were provided, but no name was specified")
+    if names and flags["selector"]:
+        raise KubectlError("error: name cannot be provided when a selector is specified")
+    namespace = (flags["namespace"] or "default") if res["namespaced"] else None
+    key = res["name"]
+    objects = api["objects"].setdefault(key, [])
+
+    def here(o):
+        return namespace is None or (o.get("metadata") or {}).get("namespace") == namespace
+
+    if flags["selector"]:
+        labels = label_selector(flags["selector"])
+        targets = [o["metadata"]["name"] for o in objects if here(o) and labels(o)]
+    else:
+        targets = names
+    if denied(api, "delete", res) and targets:
+        message = forbidden(api, "delete", res, namespace)  # a delete names the object it was refused
+        raise KubectlError(message.replace(" is forbidden:", f' "{targets[0]}" is forbidden:', 1))
+    errors, found = [], 0
+    for name in targets:
+        match = [o for o in objects if here(o) and o["metadata"].get("name") == name]
+        if not match:
+            if not flags["ignore_not_found"]:
+                errors.append(f'Error from server (NotFound): {_resource_name(res)} "{name}" not found')
+            found += 1  # kubectl counts a named resource before the API answers NotFound
+            continue
+        found += 1
+        objects.remove(match[0])
+        if res["kind"] == "PersistentVolumeClaim":
+            release_volume(api, match[0])
+        out.write('{} "{}" deleted\n'.format(res["kind"].lower(), name))
+    if found == 0:
+        out.write("No resources found\n")
+    save_state(api)
+    if errors:
+        raise KubectlError("\n".join(errors))
+    return 0
+
+
+def release_volume(api, claim):
+    """The claim's volume after the claim is gone: deleted (reclaimPolicy Delete) or Released (Retain)."""
+    volume = (claim.get("spec") or {}).get("volumeName")
+    volumes = api["objects"].setdefault("persistentvolumes", [])
+    for pv in [v for v in volumes if (v.get("metadata") or {}).get("name") == volume]:
+        if (pv.get("spec") or {}).get("persistentVolumeReclaimPolicy") == "Retain":
+            pv["status"] = {"lastPhaseTransitionTime": _now(), "phase": "Released"}
+            pv["metadata"]["resourceVersion"] = _next_version(api)
+        else:
+            volumes.remove(pv)
 
 
 def cmd_version(api, args, out, err):
@@ -293,11 +816,14 @@ def cmd_auth(api, args, out, err):
     return 0 if allowed else 1
 
 
-COMMANDS = {"get": cmd_get, "version": cmd_version, "api-resources": cmd_api_resources, "auth": cmd_auth}
+COMMANDS = {"get": cmd_get, "version": cmd_version, "api-resources": cmd_api_resources, "auth": cmd_auth,
+            "create": cmd_create, "apply": cmd_apply, "delete": cmd_delete}
+MUTATING = ("create", "apply", "delete")
 
 
-def main(argv, out=sys.stdout, err=sys.stderr):
-    args = [a for a in argv if a not in ("--request-timeout=10s",)]
+def main(argv, out=sys.stdout, err=sys.stderr, stdin=None):
+    # client-side settings kubectl takes anywhere on the line; the simulated API answers at once
+    args = [a for a in argv if not a.startswith("--request-timeout=")]
     if not args:
         out.write("kubectl controls the Kubernetes cluster manager.\n")
         return 0
@@ -305,6 +831,11 @@ def main(argv, out=sys.stdout, err=sys.stderr):
     try:
         if command is None:
             raise KubectlError(f'error: unknown command "{args[0]}" for "kubectl"')
+        if args[0] in MUTATING:
+            if load_api() is None:
+                raise KubectlError(REFUSED)
+            with state_lock():  # read, change and write the claims as one step
+                return command(load_api(), args[1:], out, err, stdin=stdin or sys.stdin)
         api = load_api()
         if api is None and args[0] != "version":
             raise KubectlError(REFUSED)
