@@ -49,6 +49,14 @@ def sim_cluster(root: Path, profile: str, nodes: int = 2) -> dict[str, str]:
             "CLUSTEREVAL_K8S_PVC_WAIT": "2", "CLUSTEREVAL_ALLOW_ACTIONS": "1"}
 
 
+def faulty_cluster(tmp_path: Path, name: str, faults: str) -> dict[str, str]:
+    """A k8s-reference cluster whose node1 has ``faults`` (YAML lines under ``faults:``, indented 6)."""
+    profile = tmp_path / f"{name}.yml"
+    profile.write_text(f"extends: k8s-reference\nnodes:\n  node1:\n    faults:\n{faults}")
+    (tmp_path / name).mkdir()
+    return sim_cluster(tmp_path / name, str(profile))
+
+
 def sh(env: dict[str, str], cmd: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["/bin/sh", "-c", cmd], capture_output=True, text=True, env=env, timeout=30)
 
@@ -293,12 +301,8 @@ def test_claims_that_do_not_bind(fresh, tmp_path):
     assert [(e["type"], e["reason"], e["message"]) for e in events] == [
         ("Warning", "ProvisioningFailed", 'storageclass.storage.k8s.io "gold" not found')]
     # the provisioning fault: the NFS provisioner fails every claim
-    profile = tmp_path / "fails.yml"
-    profile.write_text("extends: k8s-reference\nnodes:\n  node1:\n    faults:\n"
-                       "      k8s_pvc_provisioning_fails: 'rpc error: code = DeadlineExceeded desc = context deadline "
-                       "exceeded'\n")
-    (tmp_path / "fails").mkdir()
-    env = sim_cluster(tmp_path / "fails", str(profile))
+    env = faulty_cluster(tmp_path, "fails", "      k8s_pvc_provisioning_fails: 'rpc error: code = DeadlineExceeded "
+                                            "desc = context deadline exceeded'\n")
     assert create(env, CLAIM).returncode == 0
     claim = json.loads(sh(env, "kubectl get pvc scratch-rwx -o json").stdout)
     assert claim["status"] == {"phase": "Pending"} and "volumeName" not in claim["spec"]
@@ -327,11 +331,8 @@ def test_create_refusals_are_the_api_servers(fresh, tmp_path):
                            '"scratch-rwx" already exists\n')
     proc = create(fresh, CLAIM, "-n", "gpu-eval")
     assert proc.stderr == 'Error from server (NotFound): error when creating "STDIN": namespaces "gpu-eval" not found\n'
-    profile = tmp_path / "denied.yml"
-    profile.write_text("extends: k8s-reference\nnodes:\n  node1:\n    faults:\n"
-                       "      k8s_rbac_denied: [create persistentvolumeclaims, delete persistentvolumeclaims]\n")
-    (tmp_path / "denied").mkdir()
-    env = sim_cluster(tmp_path / "denied", str(profile))
+    env = faulty_cluster(tmp_path, "denied",
+                         "      k8s_rbac_denied: [create persistentvolumeclaims, delete persistentvolumeclaims]\n")
     proc = create(env, CLAIM, "-n", "training")
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == ('Error from server (Forbidden): error when creating "STDIN": persistentvolumeclaims is '
@@ -437,12 +438,8 @@ def test_plain_reference_renders_no_kubernetes():
 
 
 def test_components_down_fault(tmp_path):
-    profile = tmp_path / "down.yml"
-    profile.write_text("extends: k8s-reference\nnodes:\n  node1:\n    faults:\n"
-                       "      k8s_components_down: [volcano-scheduler, nvidia-dcgm-exporter, "
-                       "prometheus-kube-prometheus-stack-prometheus]\n")
-    (tmp_path / "cluster").mkdir()
-    env = sim_cluster(tmp_path / "cluster", str(profile))
+    env = faulty_cluster(tmp_path, "cluster", "      k8s_components_down: [volcano-scheduler, nvidia-dcgm-exporter, "
+                                              "prometheus-kube-prometheus-stack-prometheus]\n")
     data = parsers.parse("kubectl-json", sh(env, "kubectl get deployments.apps,daemonsets.apps,statefulsets.apps "
                                                  "-A -o json").stdout)
     state = {i["name"]: i["status"] for i in data["items"]}

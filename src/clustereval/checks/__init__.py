@@ -64,8 +64,9 @@ class Context:
     # Parsed probe outputs, shared by every check judged from the same probes (parse once per node).
     parse_cache: dict[str, Any] = field(default_factory=dict)
 
-    def probe(self, name: str) -> dict[str, Any]:
-        """The raw probe ``name``; raises Skip / HarnessError / ProbeFailed as its outcome says."""
+    def raw(self, name: str) -> dict[str, Any]:
+        """The probe ``name`` as collected, whatever its exit status (counted as evidence); raises
+        HarnessError when it was not collected or timed out."""
         probe = self.probes.get(name)
         if probe is None:
             raise HarnessError(f"probe {name!r} was not collected on {self.subject}")
@@ -73,6 +74,11 @@ class Context:
             self.used.append(name)
         if probe.get("timed_out"):
             raise HarnessError(f"`{probe.get('cmd')}` timed out after {probe.get('timeout')} s")
+        return probe
+
+    def probe(self, name: str) -> dict[str, Any]:
+        """The raw probe ``name``; raises Skip / HarnessError / ProbeFailed as its outcome says."""
+        probe = self.raw(name)
         if probe.get("missing"):
             raise Skip(f"`{probe.get('tool') or probe.get('cmd')}` is not installed on {self.subject}")
         if probe.get("rc") not in (0, None):

@@ -107,20 +107,14 @@ def ancestors(address: str, ranges: dict[str, tuple[int, int]]) -> list[str]:
     return [br for _, br in sorted(found, reverse=True)]
 
 
-def _raw(ctx: Context, name: str) -> dict[str, Any] | None:
-    """A probe's raw record whatever its outcome (None when not collected), counted as evidence."""
-    probe = ctx.probes.get(name)
-    if probe is not None and name not in ctx.used:
-        ctx.used.append(name)
-    return probe
-
-
 def smi_driver(ctx: Context) -> str:
     """What nvidia-smi says of the driver: the version in its ``-q -x`` report, else what it printed (an
     NVML error), else ``absent`` (not installed or not collected). Cut or garbled XML still names the
     driver in its first lines."""
-    probe = _raw(ctx, SMI_XML)
-    if probe is None or probe.get("missing"):
+    if SMI_XML not in ctx.probes:
+        return "absent"
+    probe = ctx.raw(SMI_XML)
+    if probe.get("missing"):
         return "absent"
     text = str(probe.get("stdout") or "")
     found = sorted(set(_XML_DRIVER.findall(text)))
@@ -134,9 +128,9 @@ def ctk_version(ctx: Context) -> str | None:
     """The first line ``nvidia-ctk --version`` printed in the versions probe (None: not installed or not read)."""
     from clustereval.checks.audit_versions import parse_sections
 
-    probe = _raw(ctx, VERSIONS)
-    if probe is None:
+    if VERSIONS not in ctx.probes:
         return None
+    probe = ctx.raw(VERSIONS)
     section = parse_sections(str(probe.get("stdout") or "")).get("nvidia-ctk")
     if section is None or not section.present:
         return None

@@ -445,13 +445,7 @@ def kernel_advisories(ctx: Context) -> Verdict:
 
 def _probe_section(ctx: Context, probe_name: str, name: str) -> Section:
     """A version tool another probe runs, read like one of the versions probe's sections."""
-    probe = ctx.probes.get(probe_name)
-    if probe is None:
-        raise HarnessError(f"probe {probe_name!r} was not collected on {ctx.subject}")
-    if probe_name not in ctx.used:
-        ctx.used.append(probe_name)
-    if probe.get("timed_out"):
-        raise HarnessError(f"`{probe.get('cmd')}` timed out after {probe.get('timeout')} s")
+    probe = ctx.raw(probe_name)
     if probe.get("missing"):
         return Section(name, False, None, "")
     text = str(probe.get("stdout") or "").strip("\n") or str(probe.get("stderr") or "").strip("\n")
