@@ -14,6 +14,9 @@ DEMO_VARS   := -e clustereval_storage_fio_size_mib=256 -e clustereval_storage_fi
 .PHONY: install demo test lint unit integration sim-up sim-down sim-status benchmark clean
 
 install: $(APT_STAMP) $(PIP_STAMP)
+	@# Byte-compile the editable sources: with PYTHONDONTWRITEBYTECODE set, every ansible-playbook run
+	@# would otherwise compile the checks and parsers from source again.
+	@$(PY) -m compileall -q src plugins >/dev/null
 
 $(APT_STAMP):
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -10,14 +10,20 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible_collections.clustereval.gpu.plugins.module_utils import probe_runner
 
 from clustereval import checks
 from clustereval.checks import catalogue
 from clustereval.results import CLUSTER_SUBJECT, TASK_RESULT_KEY, to_task_result
+
+# Sent to each node as `python -c`: one file serves the collect module and this action.
+with open(probe_runner.__file__, encoding="utf-8") as _runner:
+    RUNNER_SOURCE = _runner.read()
 
 DOCUMENTATION = r"""
 ---
@@ -42,8 +48,9 @@ options:
     type: dict
   collect:
     description:
-      - Probe definitions to run on the host first with the C(clustereval.gpu.collect) module, in
-        the same task (one worker per host instead of two); the task's C(environment) applies.
+      - Probe definitions to run on the host first, in the same task (one worker and one SSH exchange
+        per host): the probe runner the C(clustereval.gpu.collect) module uses, run with the node's
+        Python directly (no module wrapper to unpack and compile); the task's C(environment) applies.
         An unreachable host is reported as unreachable, like any module task.
     type: list
     elements: dict
@@ -68,9 +75,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         args = dict(self._task.args)
         if args.get("collect") is not None:
-            collected = self._execute_module(module_name="clustereval.gpu.collect",
-                                             module_args={"probes": list(args["collect"])},
-                                             task_vars=task_vars)
+            collected = self._collect(list(args["collect"]), task_vars)
             if collected.get("unreachable") or collected.get("failed"):
                 return collected
             args["probes"] = collected.get("probes") or {}
@@ -130,6 +135,41 @@ class ActionModule(ActionBase):
                       ansible_facts=facts,
                       msg=", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no check selected")
         return result
+
+    def _collect(self, probes: list[dict[str, Any]], task_vars: dict[str, Any]) -> dict[str, Any]:
+        """Run the probes on the host in one exchange: the probe runner's source as ``python -c`` with the
+        request on stdin (the task's ``environment`` and become apply). A lost connection raises, so the
+        host is reported unreachable like any module task."""
+        wrong = probe_runner.problems(probes)
+        if wrong:
+            raise AnsibleActionFail("; ".join(wrong))
+        python = self._node_python(task_vars)
+        cmd = f"{self._compute_environment_string()} {python} -c {shlex.quote(RUNNER_SOURCE)}".strip()
+        request = json.dumps({"probes": probes, "parallel": probe_runner.DEFAULT_PARALLEL,
+                              "max_output_bytes": probe_runner.DEFAULT_MAX_OUTPUT_BYTES})
+        out = self._low_level_execute_command(cmd, in_data=request)
+        try:
+            answer = json.loads(out.get("stdout") or "")
+        except ValueError:
+            answer = None
+        if out.get("rc") != 0 or not isinstance(answer, dict) or not isinstance(answer.get("probes"), dict):
+            detail = (out.get("stderr") or out.get("stdout") or "no output").strip()[-1500:]
+            if isinstance(answer, dict) and answer.get("msg"):
+                detail = answer["msg"]
+            return {"failed": True, "rc": out.get("rc"),
+                    "msg": f"the probe runner failed on the node (exit status {out.get('rc')}): {detail}"}
+        return answer
+
+    def _node_python(self, task_vars: dict[str, Any]) -> str:
+        """The node's Python: ansible_python_interpreter when set (not auto), the interpreter Ansible
+        discovered, else the first python3 the node's shell finds."""
+        configured = self._templar.template(task_vars.get("ansible_python_interpreter") or "")
+        if configured and not str(configured).startswith("auto"):
+            return shlex.quote(str(configured))
+        discovered = (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python")
+        if discovered:
+            return shlex.quote(str(discovered))
+        return "$(command -v python3 || echo /usr/libexec/platform-python)"
 
     @staticmethod
     def _keep_artifacts(run_dir: str, subject: str, probes: dict[str, Any]) -> dict[str, Any]:

@@ -55,80 +55,29 @@ duration_s:
   type: float
 """
 
-import os
-import shutil
-import subprocess
-import time
-from concurrent.futures import ThreadPoolExecutor
-
 from ansible.module_utils.basic import AnsibleModule
-
-MISSING_RC = 127
-
-
-def _decode(data, limit):
-    data = data or b""
-    truncated = len(data) > limit
-    return data[:limit].decode("utf-8", errors="replace"), truncated
-
-
-def run_probe(probe, limit):
-    cmd = probe["cmd"]
-    timeout = float(probe.get("timeout") or 30)
-    tool = probe.get("tool")
-    result = dict(probe)
-    result.update(rc=None, stdout="", stderr="", timed_out=False, missing=False, truncated=False)
-    if tool and shutil.which(tool) is None and not os.path.isabs(tool):
-        result.update(rc=MISSING_RC, missing=True, duration_s=0.0,
-                      stderr=f"{tool}: command not found")
-        return result
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(["/bin/sh", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, 9)
-            except OSError:
-                pass
-            out, err = proc.communicate()
-            result["timed_out"] = True
-        result["rc"] = proc.returncode
-    except OSError as exc:
-        out, err = b"", str(exc).encode()
-        result["rc"] = MISSING_RC
-    result["duration_s"] = round(time.monotonic() - started, 4)
-    result["stdout"], trunc_out = _decode(out, limit)
-    result["stderr"], trunc_err = _decode(err, limit)
-    result["truncated"] = trunc_out or trunc_err
-    if result["rc"] == MISSING_RC and not tool:
-        result["missing"] = "not found" in result["stderr"]
-    return result
+from ansible_collections.clustereval.gpu.plugins.module_utils.probe_runner import (
+    DEFAULT_MAX_OUTPUT_BYTES,
+    DEFAULT_PARALLEL,
+    collect,
+    problems,
+)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             probes=dict(type="list", elements="dict", required=True),
-            max_output_bytes=dict(type="int", default=8 * 1024 * 1024),
-            parallel=dict(type="int", default=8),
+            max_output_bytes=dict(type="int", default=DEFAULT_MAX_OUTPUT_BYTES),
+            parallel=dict(type="int", default=DEFAULT_PARALLEL),
         ),
         supports_check_mode=True,
     )
-    probes = module.params["probes"]
-    names = [p.get("name") for p in probes]
-    bad = [i for i, p in enumerate(probes) if not p.get("name") or not p.get("cmd")]
-    if bad:
-        module.fail_json(msg=f"probes {bad} lack a name or a cmd")
-    if len(set(names)) != len(names):
-        module.fail_json(msg=f"probe names must be unique: {names}")
-    started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=max(1, module.params["parallel"])) as pool:
-        results = list(pool.map(lambda p: run_probe(p, module.params["max_output_bytes"]), probes))
-    module.exit_json(changed=False, probes={r["name"]: r for r in results},
-                     duration_s=round(time.monotonic() - started, 4))
+    wrong = problems(module.params["probes"])
+    if wrong:
+        module.fail_json(msg="; ".join(wrong))
+    module.exit_json(changed=False, **collect(module.params["probes"], module.params["parallel"],
+                                              module.params["max_output_bytes"]))
 
 
 if __name__ == "__main__":

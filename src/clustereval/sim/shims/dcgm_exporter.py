@@ -8,7 +8,6 @@ labelled as dcgm-exporter 3.x names them:
 DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-…",device="nvidia0",modelName="…",Hostname="…"}.
 """
 
-import http.server
 import json
 import os
 import socket
@@ -46,20 +45,28 @@ def metrics():
     return "\n".join(out) + "\n"
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        if self.path.split("?")[0] != "/metrics":
-            self.send_error(404)
-            return
-        body = metrics().encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+def serve(address):
+    """Serve /metrics on ``host:port`` until killed (http.server is imported only here: `--version` runs on
+    every node in every audit, and that import is most of a short run's cost)."""
+    import http.server
 
-    def log_message(self, *args):
-        pass
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path.split("?")[0] != "/metrics":
+                self.send_error(404)
+                return
+            body = metrics().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    host, _, port = address.rpartition(":")
+    http.server.ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler).serve_forever()
 
 
 def main(argv):
@@ -71,9 +78,7 @@ def main(argv):
     address = ":9400"
     if "-a" in argv:
         address = argv[argv.index("-a") + 1]
-    host, _, port = address.rpartition(":")
-    server = http.server.ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)
-    server.serve_forever()
+    serve(address)
 
 
 if __name__ == "__main__":
