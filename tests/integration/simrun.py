@@ -104,3 +104,42 @@ def audit_sim(tmp: Path | pytest.TempPathFactory, profile: str, nodes: int, tags
               extra_vars: dict[str, str] | None = None) -> Results:
     """:func:`audit_sim_items` keyed by (check, subject)."""
     return by_key(audit_sim_items(tmp, profile, nodes, tags, extra_vars))
+
+
+SSH_OPTS = [
+    "-o",
+    "StrictHostKeyChecking=no",
+    "-o",
+    "UserKnownHostsFile=/dev/null",
+    "-o",
+    "LogLevel=ERROR",
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "ConnectTimeout=5",
+]
+
+
+def read_inventory(directory: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """(host -> address, group vars) from the generated inventory.ini."""
+    hosts, variables, section = {}, {}, None
+    for line in (directory / "inventory.ini").read_text().splitlines():
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif line.strip() and section == "gpu_nodes":
+            name, address = line.split()
+            hosts[name] = address.split("=", 1)[1]
+        elif line.strip() and section == "gpu_nodes:vars":
+            key, value = line.split("=", 1)
+            variables[key] = value
+    return hosts, variables
+
+
+def ssh(directory: Path, address: str, command: str) -> subprocess.CompletedProcess[str]:
+    key = directory / "ssh" / "id_ed25519"
+    return subprocess.run(
+        ["ssh", *SSH_OPTS, "-i", str(key), f"root@{address}", command],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )

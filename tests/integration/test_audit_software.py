@@ -5,10 +5,15 @@ and the enroot import test leaves nothing behind on the nodes.
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
-from tests.integration.simrun import REQUIRES_SIM, audit_sim, by_key, run_audit, simulated_cluster
+from tests.integration.simrun import (
+    REQUIRES_SIM,
+    audit_sim,
+    by_key,
+    read_inventory,
+    run_audit,
+    simulated_cluster,
+    ssh,
+)
 
 pytestmark = REQUIRES_SIM
 
@@ -31,26 +36,6 @@ def test_reference_has_no_software_failures(tmp_path_factory):
     assert warned <= {"audit.software.hpc_sdk", "audit.software.pyxis", "audit.software.docker"}
 
 
-def _hosts(sim: Path) -> dict[str, str]:
-    """``{node: address}`` from the simulated cluster's inventory.ini."""
-    hosts, section = {}, None
-    for line in (sim / "inventory.ini").read_text().splitlines():
-        if line.startswith("["):
-            section = line.strip("[]")
-        elif line.strip() and section == "gpu_nodes":
-            name, address = line.split()
-            hosts[name] = address.split("=", 1)[1]
-    return hosts
-
-
-def _on_node(sim: Path, address: str, command: str) -> str:
-    proc = subprocess.run(["ssh", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-                           "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-i", str(sim / "ssh" / "id_ed25519"),
-                           f"root@{address}", command], capture_output=True, text=True, timeout=30)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
-
-
 def test_software_faults_are_found(tmp_path_factory):
     sim, runs = tmp_path_factory.mktemp("sim-audit-software"), tmp_path_factory.mktemp("runs")
     with simulated_cluster(sim, 3, "audit-software"):
@@ -59,9 +44,11 @@ def test_software_faults_are_found(tmp_path_factory):
         quiet = by_key(run_audit(sim / "inventory.ini", runs / "no-actions", "audit.software.enroot_import",
                                  {"clustereval_audit_allow_actions": "false"}))
         # Nothing of the import is left on a node: the directories the probe reported, nor any other.
-        hosts = _hosts(sim)
-        listing = {node: _on_node(sim, address, "ls -d ${TMPDIR:-/tmp}/clustereval-enroot-* 2>/dev/null; true")
-                   for node, address in hosts.items()}
+        hosts, _ = read_inventory(sim)
+        looked = {node: ssh(sim, address, "ls -d ${TMPDIR:-/tmp}/clustereval-enroot-* 2>/dev/null; true")
+                  for node, address in hosts.items()}
+    assert all(proc.returncode == 0 for proc in looked.values()), {n: p.stderr for n, p in looked.items()}
+    listing = {node: proc.stdout for node, proc in looked.items()}
     nccl = results[("audit.software.nccl", "node2")]
     assert nccl["status"] == "warn" and nccl["value"] == "2.14.3"
     assert results[("audit.software.enroot", "node2")]["status"] == "warn"
