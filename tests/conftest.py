@@ -33,3 +33,15 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.skip(f"corpus {CORPUS} not available (set CLUSTEREVAL_CORPUS)")
     return CORPUS
+
+
+def key_value_text(values: dict) -> str:
+    """A ``key: value`` probe's stdout as its shell prints it: one line per value (a list repeats its key),
+    keys whose value is None left out."""
+    lines = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            lines.append(f"{key}: {item}")
+    return "\n".join(lines) + "\n"

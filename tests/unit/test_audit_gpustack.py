@@ -8,7 +8,7 @@ from clustereval import checks
 from clustereval.checks import Context
 from clustereval.checks.audit_gpustack import acs_paths, key_values, parse_vboost, pci_inventory
 from clustereval.results import problems
-from tests.conftest import read_corpus
+from tests.conftest import key_value_text, read_corpus
 
 RUN = "test-run"
 
@@ -91,13 +91,7 @@ def node_text(**over) -> str:
         "virt_vm": "none", "perf_event_paranoid": "1", "kptr_restrict": "0", "sudo": "no", "end": "ok",
     }
     values.update(over)
-    lines = []
-    for key, value in values.items():
-        if value is None:
-            continue
-        for item in value if isinstance(value, list) else [value]:
-            lines.append(f"{key}: {item}")
-    return "\n".join(lines) + "\n"
+    return key_value_text(values)
 
 
 def node_probe(**over) -> dict:

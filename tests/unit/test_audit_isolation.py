@@ -6,7 +6,7 @@ from clustereval import checks
 from clustereval.checks import Context
 from clustereval.checks.audit_isolation import listeners
 from clustereval.results import problems
-from tests.conftest import read_corpus
+from tests.conftest import key_value_text, read_corpus
 from tests.unit.test_audit_gpustack import NO_GPU_LSPCI, hgx_lspci, lspci_probe, node_probe, params_probe, probe
 
 RUN = "test-run"
@@ -32,13 +32,7 @@ def iso_text(**over) -> str:
         "umad": ["/dev/infiniband/umad0 600"], "end": "ok",
     }
     values.update(over)
-    lines = []
-    for key, value in values.items():
-        if value is None:
-            continue
-        for item in value if isinstance(value, list) else [value]:
-            lines.append(f"{key}: {item}")
-    return "\n".join(lines) + "\n"
+    return key_value_text(values)
 
 
 def iso(lspci: str | None = None, **over) -> dict:
