@@ -1,19 +1,88 @@
 """The check result: the contract between roles, the callback, scoring and reports.
 
-One JSON object per check per subject (a host name, or ``_cluster`` for cluster-wide checks), appended
-to ``results.jsonl`` in the run directory and flushed as soon as the check finishes.
+One JSON object per check, subject and variant, appended to ``results.jsonl`` in the run directory and
+flushed as soon as the result is known. See ``docs/engine.md`` for every field.
+
+* ``subject``: what the result is about (:func:`subject_hosts` reads it): a host (``node3``), a GPU or other
+  component of a host (``node3/gpu5``), an ordered pair of hosts (``node1->node2``), a set of hosts
+  (``node1+node2+node4``), a named thing that is not a host (``tier:home``), or ``_cluster``.
+* ``params``: the variant (collective, world size, message sizes, storage tier, clients...). A result is
+  identified by (check, subject, params): a re-run of the same variant supersedes the earlier line,
+  different variants never do.
+* ``series``: files under ``series/`` holding a curve or a time series (CSV with a header row), each
+  described as ``{"path", "kind": "curve"|"timeseries", "x", "columns", "rows"}``.
+* ``measured``: when the measured thing started and ended (not when the judge ran), and timestamped
+  ``events`` (``{"at", "event", ...}``) for tests that time a process.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 STATUSES = ("pass", "warn", "fail", "skip", "error")
+
+
+class Status(StrEnum):
+    """A result's status, ordered from best to worst: pass < skip < warn < error < fail.
+
+    ``worst()`` of several sub-verdicts is the one a combined verdict must carry; reports list results
+    worst first. A skip (nothing to judge) is worse than a pass and better than any finding; an error
+    (the harness failed) is worse than a warn and better than a fail (a fail is evidence against the
+    cluster, an error is none). Any other string ranks as an error.
+    """
+
+    PASS = "pass"
+    SKIP = "skip"
+    WARN = "warn"
+    ERROR = "error"
+    FAIL = "fail"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self.value]
+
+    def __lt__(self, other: object) -> bool:
+        return rank(self) < rank(other)
+
+    def __le__(self, other: object) -> bool:
+        return rank(self) <= rank(other)
+
+    def __gt__(self, other: object) -> bool:
+        return rank(self) > rank(other)
+
+    def __ge__(self, other: object) -> bool:
+        return rank(self) >= rank(other)
+
+    __hash__ = StrEnum.__hash__
+
+
+_RANK = {"pass": 0, "skip": 1, "warn": 2, "error": 3, "fail": 4}
+
+
+def rank(status: object) -> int:
+    """The position of ``status`` from best (0, pass) to worst (4, fail); unknown strings rank as error."""
+    return _RANK.get(str(status), _RANK["error"])
+
+
+def worst(*statuses: object) -> str:
+    """The worst of the statuses given (each a str or :class:`Status`; lists are flattened); ``pass`` for none."""
+    flat: list[object] = []
+    for item in statuses:
+        flat.extend(item if isinstance(item, list | tuple | set) else [item])
+    return str(max(flat, key=rank)) if flat else "pass"
+
+
+def worst_first(status: object) -> int:
+    """Sort key putting the worst status first (fail, error, warn, skip, pass)."""
+    return -rank(status)
+
 SEVERITIES = ("critical", "major", "minor", "info")
 PHASES = ("audit", "performance", "reliability")
 CLUSTER_SUBJECT = "_cluster"
@@ -45,7 +114,72 @@ def problems(result: dict[str, Any]) -> list[str]:
         out.append("artifacts must be a list of paths relative to the run directory")
     if not isinstance(result.get("evidence", {}), dict):
         out.append("evidence must be a mapping")
+    if not isinstance(result.get("params", {}), dict):
+        out.append("params must be a mapping")
+    series = result.get("series", [])
+    if not isinstance(series, list) or not all(isinstance(s, dict) and s.get("path") for s in series):
+        out.append("series must be a list of {path, kind, ...} mappings")
+    measured = result.get("measured")
+    if measured is not None and (not isinstance(measured, dict)
+                                 or not isinstance(measured.get("events", []), list)):
+        out.append("measured must be a mapping with an events list")
     return out
+
+
+def params_key(params: Any) -> str:
+    """A canonical text of a result's params (sorted JSON; '' for none), part of its identity."""
+    if not params:
+        return ""
+    return json.dumps(params, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def identity(result: dict[str, Any]) -> tuple[str, str, str]:
+    """(check, subject, params) — what a re-run of the same variant supersedes."""
+    return (str(result.get("check")), str(result.get("subject")), params_key(result.get("params")))
+
+
+def params_label(params: Any) -> str:
+    """The variant in a few words for reports: ``collective=all_reduce, nodes=2`` ('' for none)."""
+    if not isinstance(params, dict) or not params:
+        return ""
+    parts = []
+    for key, value in sorted(params.items()):
+        if isinstance(value, list | tuple):
+            value = ",".join(map(str, value))
+        parts.append(f"{key}={value}")
+    return ", ".join(parts)
+
+
+PAIR_SEPARATOR = "->"
+SET_SEPARATOR = "+"
+
+
+def pair_subject(source: str, destination: str) -> str:
+    """The subject of a measurement from ``source`` to ``destination`` (ordered)."""
+    return f"{source}{PAIR_SEPARATOR}{destination}"
+
+
+def set_subject(hosts: Iterable[str]) -> str:
+    """The subject of a measurement over a set of hosts (order does not matter)."""
+    return SET_SEPARATOR.join(sorted(set(hosts)))
+
+
+def component_subject(host: str, component: str) -> str:
+    """The subject of one component of a host: ``node3/gpu5``."""
+    return f"{host}/{component}"
+
+
+def subject_hosts(subject: Any) -> list[str]:
+    """The hosts a subject names, in order: a host, a host's component, a pair or a set; none for
+    ``_cluster`` and for named subjects such as ``tier:home``."""
+    text = str(subject or "")
+    if not text or text == CLUSTER_SUBJECT or ":" in text.split("/", 1)[0]:
+        return []
+    if PAIR_SEPARATOR in text:
+        return [part for part in text.split(PAIR_SEPARATOR) if part]
+    if SET_SEPARATOR in text:
+        return [part for part in text.split(SET_SEPARATOR) if part]
+    return [text.split("/", 1)[0]]
 
 
 def to_task_result(results: list[dict[str, Any]]) -> str:
@@ -68,17 +202,25 @@ def from_task_result(task_result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def append(run_dir: str | os.PathLike[str], results: Iterable[dict[str, Any]]) -> int:
-    """Append results to ``results.jsonl``; each line is flushed and fsynced before returning."""
+    """Append results to ``results.jsonl``; flushed and fsynced before returning.
+
+    Safe from several processes at once (Ansible's forked workers record their own results): the lines
+    of one call are written in one ``write`` under an exclusive lock, so lines never interleave.
+    """
+    lines = [json.dumps(result, sort_keys=True, default=str) + "\n" for result in results]
+    if not lines:
+        return 0
     path = Path(run_dir) / RESULTS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
     with open(path, "a", encoding="utf-8") as fh:
-        for result in results:
-            fh.write(json.dumps(result, sort_keys=True, default=str) + "\n")
-            count += 1
-        fh.flush()
-        os.fsync(fh.fileno())
-    return count
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            fh.write("".join(lines))
+            fh.flush()
+            os.fsync(fh.fileno())
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return len(lines)
 
 
 def load(run_dir: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -106,8 +248,9 @@ def load(run_dir: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[st
 
 
 def latest(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Keep the last result per (check, subject): a re-run check supersedes its earlier line."""
-    keyed: dict[tuple[str, str], dict[str, Any]] = {}
+    """Keep the last result per (check, subject, params): a re-run variant supersedes its earlier line,
+    other variants of the same check and subject stay."""
+    keyed: dict[tuple[str, str, str], dict[str, Any]] = {}
     for result in results:
-        keyed[(str(result.get("check")), str(result.get("subject")))] = result
+        keyed[identity(result)] = result
     return list(keyed.values())

@@ -41,14 +41,36 @@ class ProbeFailed(Exception):
         super().__init__(f"`{probe.get('cmd')}` exited with status {probe.get('rc')}: {tail[:300]}")
 
 
+class ProbeTimedOut(Exception):
+    """A probe whose timeout is the cluster's fault (a collective that hangs) ran past it."""
+
+    def __init__(self, probe: dict[str, Any]):
+        self.probe = probe
+        self.tail = tail_lines(probe.get("stdout") or "", 10) + tail_lines(probe.get("stderr") or "", 5)
+        super().__init__(f"`{probe.get('cmd')}` did not finish within {probe.get('timeout')} s (a hang)")
+
+
+def tail_lines(text: str, count: int) -> list[str]:
+    """The last ``count`` non-empty lines of ``text``, each cut to 300 characters (evidence of a hang)."""
+    return [line[:300] for line in text.splitlines() if line.strip()][-count:]
+
+
 @dataclass
 class Verdict:
+    """What a check concluded. ``series`` and ``measured`` follow the result contract
+    (``clustereval.results``); ``params`` and ``subject``, when set, name the variant and the subject
+    the verdict is about when they differ from the context's (a per-GPU verdict of a node's session)."""
+
     status: str
     summary: str
     value: Any = None
     unit: str | None = None
     expected: dict[str, Any] | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
+    series: list[dict[str, Any]] = field(default_factory=list)
+    measured: dict[str, Any] | None = None
+    params: dict[str, Any] | None = None
+    subject: str | None = None
 
 
 @dataclass
@@ -63,16 +85,29 @@ class Context:
     extra_artifacts: list[str] = field(default_factory=list)
     # Parsed probe outputs, shared by every check judged from the same probes (parse once per node).
     parse_cache: dict[str, Any] = field(default_factory=dict)
+    # The variant being judged (the result's params) and what the run learnt about the hardware.
+    params: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
+    # The probes the check's catalogue entry names; None lets the check read any (facts functions, tests).
+    declared: frozenset[str] | None = None
 
     def raw(self, name: str) -> dict[str, Any]:
         """The probe ``name`` as collected, whatever its exit status (counted as evidence); raises
-        HarnessError when it was not collected or timed out."""
+        HarnessError when it was not collected or timed out (a probe whose catalogue entry says a timeout
+        is the cluster's fault raises :class:`ProbeTimedOut`)."""
+        if self.declared is not None and name not in self.declared:
+            # Select-before-run collects only the probes selected checks name: reading another one would
+            # work in a full run and break under --tags, so it is a bug in the check (or its catalogue entry).
+            raise HarnessError(f"probe {name!r} is not among the probes the check's catalogue entry names "
+                               f"({', '.join(sorted(self.declared)) or 'none'})")
         probe = self.probes.get(name)
         if probe is None:
             raise HarnessError(f"probe {name!r} was not collected on {self.subject}")
         if name not in self.used:
             self.used.append(name)
         if probe.get("timed_out"):
+            if probe.get("on_timeout") == "fail":
+                raise ProbeTimedOut(probe)
             raise HarnessError(f"`{probe.get('cmd')}` timed out after {probe.get('timeout')} s")
         return probe
 
@@ -120,17 +155,31 @@ def check(check_id: str) -> Callable[[CheckFn], CheckFn]:
 
 FactsFn = Callable[["Context"], dict[str, Any]]
 _FACTS: list[FactsFn] = []
+_FACT_PROBES: dict[str, tuple[str, ...]] = {}
 _LOADED = False
 
 
-def facts(fn: FactsFn) -> FactsFn:
-    """Register a function deriving small per-host facts from the probes, for cluster-scope checks.
+def facts(fn: FactsFn | None = None, *, probes: tuple[str, ...] | list[str] = ()) -> Any:
+    """Register a function deriving small per-host facts from the probes, for cluster-scope checks and for
+    the run's hardware facts. ``@facts(probes=[...])`` names the probes it reads: they are collected on
+    every run whatever checks are selected (see :func:`fact_probes`).
 
     Each returns a flat dict; keys must be unique across functions (name them after their area).
     Put a reason under ``problems[<topic>]`` when the harness could not read something.
     """
-    _FACTS.append(fn)
-    return fn
+
+    def register(function: FactsFn) -> FactsFn:
+        _FACTS.append(function)
+        _FACT_PROBES[f"{function.__module__}.{function.__name__}"] = tuple(probes)
+        return function
+
+    return register(fn) if fn is not None else register
+
+
+def fact_probes() -> set[str]:
+    """Every probe a facts function names (collected on every run, whatever is selected)."""
+    registered()
+    return {name for names in _FACT_PROBES.values() for name in names}
 
 
 def host_facts(ctx: Context) -> dict[str, Any]:
@@ -170,15 +219,15 @@ def artifact_paths(ctx: Context) -> list[str]:
 
 
 def make_result(check_id: str, subject: str, verdict: Verdict, *, run_id: str, artifacts: list[str],
-                started: str, duration_s: float) -> dict[str, Any]:
+                started: str, duration_s: float, params: dict[str, Any] | None = None) -> dict[str, Any]:
     meta = catalogue.entry(check_id)
-    return {
+    result = {
         "run_id": run_id,
         "check": check_id,
         "phase": meta["phase"],
         "domain": meta["domain"],
-        "subject": subject,
-        "status": verdict.status,
+        "subject": verdict.subject or subject,
+        "status": str(verdict.status),
         "value": verdict.value,
         "unit": verdict.unit if verdict.unit is not None else meta.get("unit"),
         "expected": verdict.expected,
@@ -189,6 +238,18 @@ def make_result(check_id: str, subject: str, verdict: Verdict, *, run_id: str, a
         "started": started,
         "duration_s": round(duration_s, 4),
     }
+    variant = verdict.params if verdict.params is not None else params
+    if variant:
+        result["params"] = variant
+    if verdict.series:
+        result["series"] = verdict.series
+    if verdict.measured:
+        result["measured"] = verdict.measured
+    wrong = catalogue.value_problem(meta, verdict.value) if verdict.status in ("pass", "warn", "fail") else None
+    if wrong:
+        # One type per check: a verdict whose value breaks it is the check's bug, never the cluster's.
+        result.update(status="error", summary=f"{verdict.summary} [harness: {wrong}]")
+    return result
 
 
 HARNESSES = ("slurm", "k8s", "standalone")
@@ -223,21 +284,32 @@ def evaluate(check_id: str, ctx: Context, run_id: str) -> dict[str, Any]:
                           evidence={"not_applicable": True, "harness": harness})
         return make_result(check_id, ctx.subject, verdict, run_id=run_id, artifacts=[], started=started,
                            duration_s=time.monotonic() - t0)
+    declared = catalogue.entry(check_id).get("probes")
+    if declared is not None and ctx.declared is None:
+        ctx.declared = frozenset(declared)
     if fn is None:
         verdict = Verdict("error", f"no check function is registered for {check_id}")
     else:
-        try:
-            verdict = fn(ctx)
-        except Skip as exc:
-            verdict = Verdict("skip", str(exc))
-        except HarnessError as exc:
-            verdict = Verdict("error", str(exc))
-        except ProbeFailed as exc:
-            verdict = Verdict("fail", str(exc), evidence={"rc": exc.probe.get("rc")})
-        except Exception as exc:  # a bug in a check is the harness's fault, never the cluster's
-            verdict = Verdict("error", f"check {check_id} crashed: {type(exc).__name__}: {exc}")
+        verdict = run_check(check_id, fn, ctx)
     return make_result(check_id, ctx.subject, verdict, run_id=run_id, artifacts=artifact_paths(ctx),
-                       started=started, duration_s=time.monotonic() - t0)
+                       started=started, duration_s=time.monotonic() - t0, params=ctx.params)
+
+
+def run_check(check_id: str, fn: Callable[[Context], Any], ctx: Context) -> Any:
+    """Call a check function and turn what it raised into a verdict: Skip -> skip, HarnessError -> error,
+    ProbeFailed -> fail, ProbeTimedOut -> fail with the last lines as evidence, a crash -> error."""
+    try:
+        return fn(ctx)
+    except Skip as exc:
+        return Verdict("skip", str(exc))
+    except HarnessError as exc:
+        return Verdict("error", str(exc))
+    except ProbeFailed as exc:
+        return Verdict("fail", str(exc), evidence={"rc": exc.probe.get("rc")})
+    except ProbeTimedOut as exc:
+        return Verdict("fail", str(exc), evidence={"timeout_s": exc.probe.get("timeout"), "last_lines": exc.tail})
+    except Exception as exc:  # a bug in a check is the harness's fault, never the cluster's
+        return Verdict("error", f"check {check_id} crashed: {type(exc).__name__}: {exc}")
 
 
 def selected(check_id: str, run_tags: list[str], skip_tags: list[str]) -> bool:
@@ -256,5 +328,5 @@ def selected(check_id: str, run_tags: list[str], skip_tags: list[str]) -> bool:
     return not run_tags or "all" in run_tags or any(matches(tag) for tag in run_tags)
 
 
-__all__ = ["CLUSTER_SUBJECT", "Context", "HarnessError", "ProbeFailed", "Skip", "Verdict", "check",
-           "evaluate", "facts", "host_facts", "registered", "selected"]
+__all__ = ["CLUSTER_SUBJECT", "Context", "HarnessError", "ProbeFailed", "ProbeTimedOut", "Skip", "Verdict", "check",
+           "evaluate", "fact_probes", "facts", "host_facts", "registered", "run_check", "selected"]

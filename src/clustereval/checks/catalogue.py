@@ -4,7 +4,11 @@ The catalogue is every ``checks/catalogue.d/*.yml`` file (one per area, each a `
 Optional keys: ``scope`` (``node``, the default, or ``cluster``), ``cmax`` (the ClusterMAX audit
 criterion ids the check covers), ``probes`` (node probes it reads), ``unit``, ``acts`` (true when the
 check must change node state to measure, and restores it), ``recorded_by: callback`` (results only the
-results callback writes, never selected for judging).
+results callback writes, never selected for judging), ``value`` (the one type the check's value has:
+``number``, ``text``, ``list``, ``mapping`` or ``flag``; checked on every verdict), ``params`` (the
+parameters that tell the variants of one parameterised check apart, with what each means), ``runs``
+(for checks measured by a benchmark or a session: ``parallel``, ``exclusive`` — alone on the node — or
+``cluster`` — once per cluster), ``series`` (what its series files hold).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ REQUIRED = ("id", "title", "phase", "domain", "severity", "harnesses", "why", "f
 
 
 SCOPES = ("node", "cluster")
+VALUE_TYPES = {"number": (int, float), "text": (str,), "list": (list, tuple), "mapping": (dict,), "flag": (bool,)}
 
 
 @cache
@@ -38,6 +43,8 @@ def load() -> dict[str, dict[str, Any]]:
         missing = [key for key in REQUIRED if key not in entry]
         if missing:
             raise ValueError(f"catalogue entry {entry.get('id')!r} lacks {', '.join(missing)}")
+        if entry.get("value") is not None and entry["value"] not in VALUE_TYPES:
+            raise ValueError(f"catalogue entry {entry['id']!r}: value must be one of {sorted(VALUE_TYPES)}")
         if entry["id"] in catalogue:
             raise ValueError(f"catalogue lists {entry['id']!r} twice")
         catalogue[entry["id"]] = entry
@@ -49,6 +56,20 @@ def select(phase: str, scope: str, domain: str | None = None) -> list[str]:
     return [cid for cid, e in load().items()
             if not e.get("recorded_by") and e["phase"] == phase and e["scope"] == scope
             and (domain is None or e["domain"] == domain)]
+
+
+def value_problem(entry_: dict[str, Any], value: Any) -> str | None:
+    """Why ``value`` breaks the one value type the catalogue entry declares (None: it does not, or none is
+    declared). No value at all (None) is always allowed: a verdict need not measure."""
+    kind = entry_.get("value")
+    if kind is None or value is None:
+        return None
+    types = VALUE_TYPES[kind]
+    if isinstance(value, bool) and kind != "flag":
+        return f"value {value!r} is a flag where the catalogue says {kind}"
+    if not isinstance(value, types):
+        return f"value {value!r} is a {type(value).__name__} where the catalogue says {kind}"
+    return None
 
 
 def entry(check_id: str) -> dict[str, Any]:
