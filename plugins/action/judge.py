@@ -7,18 +7,15 @@ Runs on the controller (no connection to the node). The results it returns under
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import shlex
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible_collections.clustereval.gpu.plugins.module_utils import probe_runner
 
-from clustereval import checks
-from clustereval.checks import catalogue
+from clustereval import checks, remote, rundir
+from clustereval import facts as facts_mod
+from clustereval.checks import catalogue, probe_catalogue
 from clustereval.results import CLUSTER_SUBJECT, TASK_RESULT_KEY, to_task_result
 
 # Sent to each node as `python -c`: one file serves the collect module and this action.
@@ -28,13 +25,17 @@ with open(probe_runner.__file__, encoding="utf-8") as _runner:
 DOCUMENTATION = r"""
 ---
 module: judge
-short_description: Judge collected probe output into clustereval check results
+short_description: Collect probes on a node, keep their raw output and judge them into clustereval check results
 description:
-  - Writes every probe's raw output to C(<run dir>/raw/<subject>/<artifact>) (plus a C(.meta.json)
-    with the command, exit status, stderr and duration), then evaluates each selected check with
-    C(clustereval.checks) and returns the results for the results callback to record.
-  - Checks are selected with the play's tags; a tag selects a check when it equals the check id,
-    is a dotted prefix of it (C(audit.slurm)), or names its phase. C(--skip-tags) works the same way.
+  - Selects the checks (C(checks) or C(select)) the play's tags ask for; a tag selects a check when it equals
+    the check id, is a dotted prefix of it (C(audit.slurm)), or names its phase. C(--skip-tags) works the same
+    way. Acting checks need their opt-in (see C(options)); a check that may not act is recorded as skipped.
+  - With C(collect), runs on the node only the probes the selected checks name (plus the facts probes every
+    run collects), in one exchange; a deselected check's probe never starts.
+  - Writes every probe's raw output to C(<run dir>/raw/<subject>/<artifact>) (plus a C(.meta.json) with the
+    command, exit status, stderr, duration and params), writes the node's hardware facts to
+    C(<run dir>/facts/<host>.json), evaluates each selected check with C(clustereval.checks) and appends the
+    results to C(results.jsonl) at once (they are also returned, marked as recorded).
 options:
   checks:
     description: Check ids this task may evaluate (all must be in the check catalogue).
@@ -51,20 +52,37 @@ options:
       - Probe definitions to run on the host first, in the same task (one worker and one SSH exchange
         per host): the probe runner the C(clustereval.gpu.collect) module uses, run with the node's
         Python directly (no module wrapper to unpack and compile); the task's C(environment) applies.
-        An unreachable host is reported as unreachable, like any module task.
+        Only the probes the selected checks name run. An unreachable host is reported as unreachable,
+        like any module task.
     type: list
     elements: dict
+  params:
+    description:
+      - Values of probe parameters. Each probe receives those it declares (C(params) in the probe catalogue,
+        C(accepts) in a probe definition) as C($CLUSTEREVAL_<NAME>) in its environment, never spliced into
+        its command.
+    type: dict
+  variant:
+    description: The params every result of this task carries (what tells the variants of a check apart).
+    type: dict
   fleet_hosts:
     description: For cluster-wide checks, the hosts whose C(clustereval_facts) are compared.
     type: list
     elements: str
+  load_probes:
+    description:
+      - For cluster-wide checks, names (globs) of probes kept earlier in this run on the C(fleet_hosts),
+        read back from the run directory for the checks (a mesh judged once every pair is measured).
+    type: list
+    elements: str
   options:
-    description: Check settings (expected GPU count, baseline class and overrides, scratch dir).
+    description:
+      - Check settings (expected GPU count, baseline overrides, harness, scratch dir). C(allow_actions)
+        false skips restoring acting checks; C(allow_destructive) true and C(destructive_targets) enable
+        destructive ones.
     type: dict
 author: clustereval developers
 """
-
-SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class ActionModule(ActionBase):
@@ -74,12 +92,77 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         args = dict(self._task.args)
+        try:
+            run_dir, run_id = rundir.locate(task_vars)
+        except rundir.RunDirMissing as exc:
+            raise AnsibleActionFail(str(exc)) from None
+        check_ids = self._check_ids(args)
+        options = dict(args.get("options") or {})
+        fleet_hosts = args.get("fleet_hosts")
+        subject = CLUSTER_SUBJECT if fleet_hosts is not None else task_vars["inventory_hostname"]
+        chosen = checks.selection(check_ids, list(task_vars.get("ansible_run_tags") or ["all"]),
+                                  list(task_vars.get("ansible_skip_tags") or []))
+        refused = {c: why for c in chosen if (why := checks.not_permitted(c, options, subject))}
+        runnable = [c for c in chosen if c not in refused]
+        probes = dict(args.get("probes") or {})
         if args.get("collect") is not None:
-            collected = self._collect(list(args["collect"]), task_vars)
+            wanted = checks.probes_for(runnable)
+            plan = [p for p in args["collect"] if wanted is None or p.get("name") in wanted]
+            collected = self._collect(probe_catalogue.with_params(plan, args.get("params")), task_vars)
             if collected.get("unreachable") or collected.get("failed"):
                 return collected
-            args["probes"] = collected.get("probes") or {}
-            args["options"] = {**(args.get("options") or {}), "collect_duration_s": collected.get("duration_s")}
+            probes = collected.get("probes") or {}
+            options["collect_duration_s"] = collected.get("duration_s")
+        probes = rundir.keep_probe_outputs(run_dir, subject, probes)
+        fleet, per_host = {}, {}
+        if fleet_hosts is not None:
+            # Each hostvars lookup templates all of that host's variables: once per host.
+            hostvars = task_vars.get("hostvars", {})
+            fleet = {h: (hostvars[h].get("clustereval_facts") if h in hostvars else None) for h in fleet_hosts}
+            harnesses = sorted({(known or {}).get("harness") for known in fleet.values()} - {None})
+            options["harness"] = checks.detect_harness(options.get("harness"), {}, fleet=harnesses)
+            per_host = facts_mod.load(run_dir)
+        else:
+            options["harness"] = checks.detect_harness(options.get("harness"), probes)
+        parse_cache: dict[str, Any] = {}
+        new_facts = {}
+        if fleet_hosts is None and probes:
+            merged = {**(task_vars.get("clustereval_facts") or {}),
+                      **checks.host_facts(checks.Context(subject=subject, probes=probes, parse_cache=parse_cache)),
+                      "harness": options["harness"]}
+            new_facts = {"clustereval_facts": merged}
+            per_host = {subject: facts_mod.hardware(merged)}
+            facts_mod.write(run_dir, subject, per_host[subject])
+        elif fleet_hosts is None:
+            per_host = {subject: facts_mod.hardware(task_vars.get("clustereval_facts") or {})}
+        subject_facts = facts_mod.for_subject(per_host, subject)
+        host_probes = {}
+        if fleet_hosts is not None and args.get("load_probes"):
+            host_probes = {h: rundir.kept_probes(run_dir, h, list(args["load_probes"])) for h in fleet_hosts}
+        items = []
+        for check_id in chosen:
+            if check_id in refused:
+                verdict = checks.Verdict("skip", refused[check_id], evidence={"not_permitted": True})
+                items.append(checks.make_result(check_id, subject, verdict, run_id=run_id, artifacts=[],
+                                                started=checks.now_iso(), duration_s=0.0,
+                                                params=args.get("variant")))
+                continue
+            ctx = checks.Context(subject=subject, probes=probes, fleet=fleet, options=dict(options),
+                                 parse_cache=parse_cache, params=dict(args.get("variant") or {}),
+                                 facts=subject_facts, host_facts=per_host, host_probes=host_probes)
+            items.extend(checks.evaluate_many(check_id, ctx, run_id))
+        rundir.record(run_dir, items)
+        counts: dict[str, int] = {}
+        for item in items:
+            counts[item["status"]] = counts.get(item["status"], 0) + 1
+        result.update(changed=False, clustereval_run_dir=run_dir,
+                      **{TASK_RESULT_KEY: to_task_result(items), rundir.RECORDED_KEY: True},
+                      ansible_facts=new_facts,
+                      msg=", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no check selected")
+        return result
+
+    @staticmethod
+    def _check_ids(args: dict[str, Any]) -> list[str]:
         select = args.get("select")
         if select:
             check_ids = catalogue.select(str(select.get("phase")), str(select.get("scope", "node")),
@@ -89,105 +172,20 @@ class ActionModule(ActionBase):
         unknown = [c for c in check_ids if c not in catalogue.load()]
         if unknown:
             raise AnsibleActionFail(f"checks not in the catalogue: {', '.join(unknown)}")
-        local = task_vars.get("hostvars", {}).get("localhost", {})
-        run_dir = task_vars.get("clustereval_run_dir") or local.get("clustereval_run_dir")
-        run_id = task_vars.get("clustereval_run_id") or local.get("clustereval_run_id") or "unknown"
-        if not run_dir:
-            raise AnsibleActionFail("clustereval_run_dir is not set: run clustereval.gpu.run_start first "
-                                    "(playbooks/evaluate.yml does) or set it as a variable")
-        fleet_hosts = args.get("fleet_hosts")
-        subject = CLUSTER_SUBJECT if fleet_hosts is not None else task_vars["inventory_hostname"]
-        probes = self._keep_artifacts(run_dir, subject, dict(args.get("probes") or {}))
-        fleet = {}
-        if fleet_hosts is not None:
-            # Each hostvars lookup templates all of that host's variables: once per host.
-            hostvars = task_vars.get("hostvars", {})
-            fleet = {h: (hostvars[h].get("clustereval_facts") if h in hostvars else None) for h in fleet_hosts}
-        options = dict(args.get("options") or {})
-        if fleet_hosts is None:
-            options["harness"] = checks.detect_harness(options.get("harness"), probes)
-        else:
-            harnesses = {(known or {}).get("harness") for known in fleet.values()}
-            harnesses.discard(None)
-            options["harness"] = checks.detect_harness(options.get("harness"), {},
-                                                       fleet=sorted(harnesses))
-        ctx_args = {"subject": subject, "probes": probes, "fleet": fleet}
-        run_tags = list(task_vars.get("ansible_run_tags") or ["all"])
-        skip_tags = list(task_vars.get("ansible_skip_tags") or [])
-        results = []
-        parse_cache: dict[str, Any] = {}
-        for check_id in check_ids:
-            if not checks.selected(check_id, run_tags, skip_tags):
-                continue
-            ctx = checks.Context(options=dict(options), parse_cache=parse_cache, **ctx_args)
-            results.append(checks.evaluate(check_id, ctx, run_id))
-        facts = {}
-        if fleet_hosts is None and probes:
-            facts = {"clustereval_facts": {**(task_vars.get("clustereval_facts") or {}),
-                                           **checks.host_facts(checks.Context(subject=subject, probes=probes,
-                                                                                  parse_cache=parse_cache)),
-                                           "harness": options["harness"]}}
-        counts: dict[str, int] = {}
-        for item in results:
-            counts[item["status"]] = counts.get(item["status"], 0) + 1
-        result.update(changed=False, clustereval_run_dir=run_dir,
-                      **{TASK_RESULT_KEY: to_task_result(results)},
-                      ansible_facts=facts,
-                      msg=", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no check selected")
-        return result
+        return check_ids
 
     def _collect(self, probes: list[dict[str, Any]], task_vars: dict[str, Any]) -> dict[str, Any]:
-        """Run the probes on the host in one exchange: the probe runner's source as ``python -c`` with the
-        request on stdin (the task's ``environment`` and become apply). A lost connection raises, so the
-        host is reported unreachable like any module task."""
+        """Run the probes on the host in one exchange (the probe runner's source as ``python -c``). A lost
+        connection raises, so the host is reported unreachable like any module task."""
         wrong = probe_runner.problems(probes)
         if wrong:
             raise AnsibleActionFail("; ".join(wrong))
-        python = self._node_python(task_vars)
-        cmd = f"{self._compute_environment_string()} {python} -c {shlex.quote(RUNNER_SOURCE)}".strip()
-        request = json.dumps({"probes": probes, "parallel": probe_runner.DEFAULT_PARALLEL,
-                              "max_output_bytes": probe_runner.DEFAULT_MAX_OUTPUT_BYTES})
-        out = self._low_level_execute_command(cmd, in_data=request)
+        request = {"probes": probes, "parallel": probe_runner.DEFAULT_PARALLEL,
+                   "max_output_bytes": probe_runner.DEFAULT_MAX_OUTPUT_BYTES}
         try:
-            answer = json.loads(out.get("stdout") or "")
-        except ValueError:
-            answer = None
-        if out.get("rc") != 0 or not isinstance(answer, dict) or not isinstance(answer.get("probes"), dict):
-            detail = (out.get("stderr") or out.get("stdout") or "no output").strip()[-1500:]
-            if isinstance(answer, dict) and answer.get("msg"):
-                detail = answer["msg"]
-            return {"failed": True, "rc": out.get("rc"),
-                    "msg": f"the probe runner failed on the node (exit status {out.get('rc')}): {detail}"}
+            answer = remote.run_script(self, task_vars, RUNNER_SOURCE, request)
+        except remote.RemoteFailed as exc:
+            return {"failed": True, "rc": exc.rc, "msg": f"the probe runner failed on the node ({exc})"}
+        if answer.get("failed") or not isinstance(answer.get("probes"), dict):
+            return {"failed": True, "msg": f"the probe runner failed on the node: {answer.get('msg') or answer}"}
         return answer
-
-    def _node_python(self, task_vars: dict[str, Any]) -> str:
-        """The node's Python: ansible_python_interpreter when set (not auto), the interpreter Ansible
-        discovered, else the first python3 the node's shell finds."""
-        configured = self._templar.template(task_vars.get("ansible_python_interpreter") or "")
-        if configured and not str(configured).startswith("auto"):
-            return shlex.quote(str(configured))
-        discovered = (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python")
-        if discovered:
-            return shlex.quote(str(discovered))
-        return "$(command -v python3 || echo /usr/libexec/platform-python)"
-
-    @staticmethod
-    def _keep_artifacts(run_dir: str, subject: str, probes: dict[str, Any]) -> dict[str, Any]:
-        """Write each probe's stdout under raw/<subject>/ and point the probe at it."""
-        host_dir = os.path.join(run_dir, "raw", SAFE_NAME.sub("_", subject))
-        if probes:
-            os.makedirs(host_dir, exist_ok=True)
-        kept = {}
-        for name, probe in probes.items():
-            probe = dict(probe)
-            filename = SAFE_NAME.sub("_", str(probe.get("artifact") or f"{name}.txt"))
-            path = os.path.join(host_dir, filename)
-            with open(path, "w", encoding="utf-8", errors="replace") as fh:
-                fh.write(probe.get("stdout") or "")
-            meta = {k: probe.get(k) for k in ("name", "cmd", "rc", "stderr", "duration_s", "timed_out",
-                                               "missing", "truncated", "timeout", "parser")}
-            with open(path + ".meta.json", "w", encoding="utf-8") as fh:
-                json.dump(meta, fh, indent=2, sort_keys=True)
-            probe["artifact"] = os.path.relpath(path, run_dir)
-            kept[name] = probe
-        return kept

@@ -31,7 +31,7 @@ from typing import Any
 
 from ansible.plugins.callback import CallbackBase
 
-from clustereval import checks, results, runinfo
+from clustereval import checks, results, rundir, runinfo
 
 TARGET_EXCLUDE = {"localhost"}
 
@@ -80,6 +80,8 @@ class CallbackModule(CallbackBase):
         if run_dir and self.run_dir is None:
             self.run_dir = run_dir
             self.run_id = result_dict.get("clustereval_run_id") or self.run_id
+        if result_dict.get(rundir.RECORDED_KEY):
+            return  # the action appended its results itself, as they were produced
         try:
             items = results.from_task_result(result_dict)
         except ValueError as exc:

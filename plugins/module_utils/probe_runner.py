@@ -20,6 +20,30 @@ from concurrent.futures import ThreadPoolExecutor
 MISSING_RC = 127
 DEFAULT_PARALLEL = 8
 DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024
+# How a probe may run: beside the others, alone on the node (benchmarks that share GPUs or disks, run one at
+# a time after the parallel ones), or once per cluster (the role runs it on one host; here it is parallel).
+RUN_MODES = ("parallel", "exclusive", "cluster")
+PARAM_PREFIX = "CLUSTEREVAL_"
+
+
+def param_env(params):
+    """A probe's parameters as the environment its command reads them from: ``{"peer_host": "n2"}`` ->
+    ``CLUSTEREVAL_PEER_HOST=n2`` (booleans as 1/0, None as empty, lists comma-joined, mappings as JSON).
+    Environment variables, not text spliced into the command: a value can never change the command line."""
+    env = {}
+    for key, value in (params or {}).items():
+        if isinstance(value, bool):
+            text = "1" if value else "0"
+        elif value is None:
+            text = ""
+        elif isinstance(value, (list, tuple)):
+            text = ",".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            text = json.dumps(value, sort_keys=True)
+        else:
+            text = str(value)
+        env[PARAM_PREFIX + str(key).upper()] = text
+    return env
 
 
 def _decode(data, limit):
@@ -39,9 +63,13 @@ def run_probe(probe, limit):
         result.update(rc=MISSING_RC, missing=True, duration_s=0.0, stderr=f"{tool}: command not found")
         return result
     started = time.monotonic()
+    env = None
+    if probe.get("params"):
+        env = dict(os.environ)
+        env.update(param_env(probe["params"]))
     try:
         proc = subprocess.Popen(["/bin/sh", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True, env=env)
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -75,14 +103,27 @@ def problems(probes):
     names = [p.get("name") for p in probes]
     if len(set(names)) != len(names):
         out.append(f"probe names must be unique: {names}")
+    modes = sorted({str(p.get("runs")) for p in probes if p.get("runs", "parallel") not in RUN_MODES})
+    if modes:
+        out.append(f"unknown run mode(s) {modes}; known: {', '.join(RUN_MODES)}")
+    bad_params = [p.get("name") for p in probes if not isinstance(p.get("params") or {}, dict)]
+    if bad_params:
+        out.append(f"params of probes {bad_params} must be mappings")
     return out
 
 
 def collect(probes, parallel=DEFAULT_PARALLEL, max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES):
-    """Run every probe, ``parallel`` at a time: ``{"probes": {name: record}, "duration_s": seconds}``."""
+    """Run every probe: the parallel ones ``parallel`` at a time, then each ``exclusive`` one alone.
+
+    Returns ``{"probes": {name: record}, "duration_s": seconds}``.
+    """
     started = time.monotonic()
+    limit = int(max_output_bytes)
+    shared = [p for p in probes if p.get("runs", "parallel") != "exclusive"]
+    alone = [p for p in probes if p.get("runs", "parallel") == "exclusive"]
     with ThreadPoolExecutor(max_workers=max(1, int(parallel))) as pool:
-        results = list(pool.map(lambda p: run_probe(p, int(max_output_bytes)), probes))
+        results = list(pool.map(lambda p: run_probe(p, limit), shared))
+    results += [run_probe(p, limit) for p in alone]
     return {"probes": {r["name"]: r for r in results}, "duration_s": round(time.monotonic() - started, 4)}
 
 

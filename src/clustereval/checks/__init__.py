@@ -88,6 +88,11 @@ class Context:
     # The variant being judged (the result's params) and what the run learnt about the hardware.
     params: dict[str, Any] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)
+    # For cluster-wide checks: every host's hardware facts, and probes each host kept earlier in the run.
+    host_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    host_probes: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # For checks judging a session: its streams' chunks and series (clustereval.sessions.SessionView).
+    session: Any = None
     # The probes the check's catalogue entry names; None lets the check read any (facts functions, tests).
     declared: frozenset[str] | None = None
 
@@ -274,7 +279,18 @@ def detect_harness(setting: str | None, probes: dict[str, dict[str, Any]],
 
 
 def evaluate(check_id: str, ctx: Context, run_id: str) -> dict[str, Any]:
-    """Run one check and return its complete result; never raises for cluster-side problems."""
+    """Run one check that returns one verdict and return its complete result; never raises for
+    cluster-side problems. Checks returning several verdicts are run with :func:`evaluate_many`."""
+    results = evaluate_many(check_id, ctx, run_id)
+    if len(results) != 1:
+        raise ValueError(f"{check_id} returned {len(results)} verdicts; use evaluate_many")
+    return results[0]
+
+
+def evaluate_many(check_id: str, ctx: Context, run_id: str, empty_ok: bool = False) -> list[dict[str, Any]]:
+    """Run one check that may return several verdicts (a list, each naming its ``subject`` and ``params``:
+    one per GPU of a node, one per pair of a mesh); every verdict becomes a result. A check returning no
+    verdict gives one ``skip`` saying so, or nothing with ``empty_ok`` (a live check with nothing new)."""
     fn = registered().get(check_id)
     started, t0 = now_iso(), time.monotonic()
     harness = ctx.options.get("harness")
@@ -282,17 +298,23 @@ def evaluate(check_id: str, ctx: Context, run_id: str) -> dict[str, Any]:
     if harness in HARNESSES and harness not in applies:
         verdict = Verdict("skip", f"applies to {', '.join(applies)} clusters; this one is {harness}",
                           evidence={"not_applicable": True, "harness": harness})
-        return make_result(check_id, ctx.subject, verdict, run_id=run_id, artifacts=[], started=started,
-                           duration_s=time.monotonic() - t0)
+        return [make_result(check_id, ctx.subject, verdict, run_id=run_id, artifacts=[], started=started,
+                            duration_s=time.monotonic() - t0, params=ctx.params)]
     declared = catalogue.entry(check_id).get("probes")
     if declared is not None and ctx.declared is None:
         ctx.declared = frozenset(declared)
-    if fn is None:
-        verdict = Verdict("error", f"no check function is registered for {check_id}")
-    else:
-        verdict = run_check(check_id, fn, ctx)
-    return make_result(check_id, ctx.subject, verdict, run_id=run_id, artifacts=artifact_paths(ctx),
-                       started=started, duration_s=time.monotonic() - t0, params=ctx.params)
+    outcome = run_check(check_id, fn, ctx) if fn is not None else Verdict(
+        "error", f"no check function is registered for {check_id}")
+    verdicts = outcome if isinstance(outcome, list) else ([] if outcome is None else [outcome])
+    if not verdicts:
+        if empty_ok:
+            return []
+        verdicts = [Verdict("skip", "nothing to judge: no subject of this check was measured")]
+    artifacts, duration = artifact_paths(ctx), time.monotonic() - t0
+    return [make_result(check_id, ctx.subject, verdict, run_id=run_id,
+                        artifacts=verdict.evidence.pop("_artifacts", None) or artifacts,
+                        started=started, duration_s=duration, params=ctx.params)
+            for verdict in verdicts]
 
 
 def run_check(check_id: str, fn: Callable[[Context], Any], ctx: Context) -> Any:
@@ -312,6 +334,42 @@ def run_check(check_id: str, fn: Callable[[Context], Any], ctx: Context) -> Any:
         return Verdict("error", f"check {check_id} crashed: {type(exc).__name__}: {exc}")
 
 
+def selection(check_ids: list[str], run_tags: list[str], skip_tags: list[str]) -> list[str]:
+    """The ids of ``check_ids`` the run's tags select, in order."""
+    return [check_id for check_id in check_ids if selected(check_id, run_tags, skip_tags)]
+
+
+def probes_for(check_ids: list[str]) -> set[str] | None:
+    """The probes the checks name plus every facts probe: what a node must run for them (select before
+    running). None when one of the checks names no probes at all: then everything is collected."""
+    names = set(fact_probes())
+    for check_id in check_ids:
+        declared = catalogue.entry(check_id).get("probes")
+        if declared is None:
+            return None
+        names.update(declared)
+    return names
+
+
+def not_permitted(check_id: str, options: dict[str, Any], host: str | None = None) -> str | None:
+    """Why an acting check may not run here (None: it may). Restoring actions (``acts: true`` or
+    ``acts: restoring``) follow ``allow_actions``; destructive ones (``acts: destructive``) need
+    ``allow_destructive`` and the host among ``destructive_targets`` (never the default)."""
+    acts = catalogue.entry(check_id).get("acts")
+    if not acts:
+        return None
+    if acts == "destructive":
+        if not options.get("allow_destructive"):
+            return "destructive test, not opted in (clustereval_allow_destructive=true and a target list enable it)"
+        targets = options.get("destructive_targets") or []
+        if host is not None and host not in targets:
+            return f"destructive test; {host} is not in clustereval_destructive_targets"
+        return None
+    if options.get("allow_actions") is False:
+        return "acting test, not tried (clustereval_audit_allow_actions=false)"
+    return None
+
+
 def selected(check_id: str, run_tags: list[str], skip_tags: list[str]) -> bool:
     """Whether Ansible's ``--tags`` / ``--skip-tags`` select ``check_id``.
 
@@ -329,4 +387,5 @@ def selected(check_id: str, run_tags: list[str], skip_tags: list[str]) -> bool:
 
 
 __all__ = ["CLUSTER_SUBJECT", "Context", "HarnessError", "ProbeFailed", "ProbeTimedOut", "Skip", "Verdict", "check",
-           "evaluate", "fact_probes", "facts", "host_facts", "registered", "run_check", "selected"]
+           "evaluate", "evaluate_many", "fact_probes", "facts", "host_facts", "not_permitted", "probes_for",
+           "registered", "run_check", "selected", "selection"]

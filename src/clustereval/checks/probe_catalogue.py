@@ -1,4 +1,12 @@
-"""The node probe catalogue: every ``checks/probes/*.yml`` file, each a ``probes:`` list (data)."""
+"""The node probe catalogue: every ``checks/probes/*.yml`` file, each a ``probes:`` list (data).
+
+A probe has ``name``, ``phase``, ``cmd`` (run with ``/bin/sh -c``) and optionally ``tool`` (the program whose
+absence means "not installed"), ``parser``, ``artifact``, ``timeout`` (seconds), ``runs`` (``parallel``,
+the default; ``exclusive``: alone on the node; ``cluster``: once per cluster), ``on_timeout`` (``error``,
+the default: the harness could not get evidence; ``fail``: a timeout is the cluster's fault, a hang) and
+``params`` (the parameters it reads, each as ``$CLUSTEREVAL_<NAME>`` in its environment: the one way a
+probe is given parameters).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +17,8 @@ from typing import Any
 from clustereval import yamldata
 
 REQUIRED = ("name", "phase", "cmd")
+RUN_MODES = ("parallel", "exclusive", "cluster")
+TIMEOUT_MEANINGS = ("error", "fail")
 
 
 @cache
@@ -25,18 +35,41 @@ def load() -> dict[str, dict[str, Any]]:
                 raise ValueError(f"probes/{item.name}: probe {probe.get('name')!r} lacks {', '.join(missing)}")
             if probe["name"] in probes:
                 raise ValueError(f"probes/{item.name}: probe {probe['name']!r} is defined twice")
+            if probe.get("runs", "parallel") not in RUN_MODES:
+                raise ValueError(f"probes/{item.name}: probe {probe['name']!r}: runs must be one of {RUN_MODES}")
+            if probe.get("on_timeout", "error") not in TIMEOUT_MEANINGS:
+                raise ValueError(f"probes/{item.name}: probe {probe['name']!r}: on_timeout must be one of "
+                                 f"{TIMEOUT_MEANINGS}")
             probes[probe["name"]] = {**probe, "source": f"probes/{item.name}"}
     return probes
 
 
-def for_phase(phase: str, timeout: float | None = None) -> list[dict[str, Any]]:
-    """The probes of a phase, ready for ``clustereval.gpu.collect`` (default timeout filled in)."""
+def ready(probe: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    """A catalogue probe as the probe runner takes it (default timeout filled in, catalogue-only keys
+    dropped; ``params`` becomes the values given for it later)."""
+    item = {k: v for k, v in probe.items() if k not in ("phase", "source", "description", "params")}
+    if timeout is not None and "timeout" not in item:
+        item["timeout"] = timeout
+    if probe.get("params"):
+        item["accepts"] = list(probe["params"])
+    return item
+
+
+def for_phase(phase: str, timeout: float | None = None, names: set[str] | None = None) -> list[dict[str, Any]]:
+    """The probes of a phase, ready for ``clustereval.gpu.collect`` (default timeout filled in); only those in
+    ``names`` when it is given (select before running)."""
+    return [ready(probe, timeout) for probe in load().values()
+            if probe["phase"] == phase and (names is None or probe["name"] in names)]
+
+
+def with_params(probes: list[dict[str, Any]], values: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each probe with the values of the parameters it accepts (``accepts``) from ``values``; a probe that
+    accepts a parameter no value was given for gets it empty, so its command sees a defined variable."""
     out = []
-    for probe in load().values():
-        if probe["phase"] != phase:
-            continue
-        item = {k: v for k, v in probe.items() if k not in ("phase", "source", "description")}
-        if timeout is not None and "timeout" not in item:
-            item["timeout"] = timeout
+    for probe in probes:
+        accepts = probe.get("accepts") or []
+        item = {k: v for k, v in probe.items() if k != "accepts"}
+        if accepts:
+            item["params"] = {**{name: (values or {}).get(name) for name in accepts}, **(probe.get("params") or {})}
         out.append(item)
     return out
