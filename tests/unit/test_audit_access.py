@@ -8,7 +8,8 @@ import pytest
 from clustereval import checks
 from clustereval.checks import Context
 from clustereval.checks.audit_access import fields, ssh_outcome
-from clustereval.results import problems
+from tests.helpers import judge as run
+from tests.helpers import probe
 
 ROOT = """uid=0
 user=root
@@ -40,19 +41,11 @@ def user(**changes: str) -> str:
 
 
 def identity(stdout: str, **extra) -> dict:
-    return {"access_identity": {"name": "access_identity", "cmd": "id -u; …", "rc": 0, "stdout": stdout,
-                                "stderr": "", "artifact": "access-identity.txt", **extra}}
+    return probe("access_identity", stdout, cmd="id -u; …", artifact="access-identity.txt", **extra)
 
 
 def peer(stdout: str, **extra) -> dict:
-    return {"access_ssh_peer": {"name": "access_ssh_peer", "cmd": "ssh …", "rc": 0, "stdout": stdout, "stderr": "",
-                                "artifact": "access-ssh-peer.txt", **extra}}
-
-
-def run(check_id: str, probes: dict | None = None, fleet: dict | None = None) -> dict:
-    result = checks.evaluate(check_id, Context(subject="n1", probes=probes or {}, fleet=fleet or {}), "t")
-    assert problems(result) == []
-    return result
+    return probe("access_ssh_peer", stdout, cmd="ssh …", artifact="access-ssh-peer.txt", **extra)
 
 
 def test_fields_keep_repeated_keys_and_ignore_other_lines():

@@ -13,9 +13,9 @@ import pytest
 
 from clustereval import checks
 from clustereval.checks import Context, audit_fabric
-from clustereval.results import problems
+from tests.helpers import judge as run
+from tests.helpers import probe
 
-RUN = "test-run"
 GOOD_RAILS = [(f"mlx5_{i}", "MT4129", "InfiniBand", 400, "ACTIVE") for i in range(8)]
 
 
@@ -34,18 +34,6 @@ def rdma(rails=GOOD_RAILS, pkeys: str = "0xffff", fw: str = "28.39.1002", end: b
                 f" node_guid a088:c203:00e3:142a\n pci 0x15b3 {device}\n driver mlx5_core\n netdev ib{name[-1]}\n"
                 + port_block(layer, rate, state, pkeys))
     return out + ("# end\n" if end else "")
-
-
-def probe(name: str, stdout: str = "", rc: int = 0, **extra) -> dict:
-    return {name: {"name": name, "cmd": name, "rc": rc, "stdout": stdout, "stderr": extra.pop("stderr", ""),
-                   "artifact": f"raw/n1/{name}.txt", **extra}}
-
-
-def run(check_id: str, probes: dict | None = None, fleet: dict | None = None, **options) -> dict:
-    result = checks.evaluate(check_id, Context(subject="n1", probes=probes or {}, fleet=fleet or {},
-                                               options=options), RUN)
-    assert problems(result) == []
-    return result
 
 
 def gpu_xml(count: int = 8, cluster_uuid: str = "N/A", state: str = "Completed", status: str = "Success") -> str:
@@ -461,11 +449,8 @@ class TestQpsOnKubernetes:
         return {h: facts for h in hosts}
 
     def judge(self, fleet: dict, nodes: list[dict], probes: dict | None = None, **options) -> dict:
-        result = checks.evaluate("audit.fabric.nccl_ib_qps",
-                                 Context(subject="_cluster", probes=probes if probes is not None else k8s_nodes(nodes),
-                                         fleet=fleet, options={"harness": "k8s", **options}), RUN)
-        assert problems(result) == []
-        return result
+        return run("audit.fabric.nccl_ib_qps", probes if probes is not None else k8s_nodes(nodes), fleet=fleet,
+                   subject="_cluster", harness="k8s", **options)
 
     def test_warn_when_nodes_span_leaves(self):
         nodes = [k8s_node(n, topograph(leaf)) for n, leaf in self.LEAVES.items()]
@@ -559,9 +544,7 @@ class TestQpsOnKubernetes:
     def test_slurm_runs_ignore_kubernetes_labels(self):
         nodes = [k8s_node(n, topograph(leaf)) for n, leaf in self.LEAVES.items()]
         fleet = {n: host_facts(topology_text(None)) for n in self.LEAVES}
-        result = checks.evaluate("audit.fabric.nccl_ib_qps",
-                                 Context(subject="_cluster", probes=k8s_nodes(nodes), fleet=fleet,
-                                         options={"harness": "slurm"}), RUN)
+        result = run("audit.fabric.nccl_ib_qps", k8s_nodes(nodes), fleet=fleet, subject="_cluster", harness="slurm")
         assert result["status"] == "skip" and "topology" not in result["evidence"]
 
 

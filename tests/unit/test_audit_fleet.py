@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from clustereval import checks
 from clustereval.checks import Context
 from clustereval.checks.audit_fleet import fleet_facts, package_diff, parse_packages
-from clustereval.results import problems
 from clustereval.sim.overlays.fleet import drift_status
+from tests.helpers import judge, probe
 from tests.unit.test_audit_health import gpus
 from tests.unit.test_audit_monitoring import q_x
-from tests.unit.test_audit_scheduler import probe
 
-RUN = "test-run"
 BASE = {"bash:amd64": "5.2.15-2+b8", "libnccl2:amd64": "2.21.5-1+cuda12.4", "vim:amd64": "2:9.0.1378-2"}
 
 
@@ -27,9 +24,7 @@ def host(packages: dict[str, str] | None = None, firmware: str = "", gpu_probe: 
 
 
 def run(check_id: str, fleet: dict) -> dict:
-    result = checks.evaluate(check_id, Context(subject="_cluster", fleet=fleet), RUN)
-    assert problems(result) == []
-    return result
+    return judge(check_id, fleet=fleet, subject="_cluster")
 
 
 class TestPackages:

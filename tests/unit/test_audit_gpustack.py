@@ -4,25 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from clustereval import checks
 from clustereval.checks import Context
 from clustereval.checks.audit_gpustack import acs_paths, key_values, parse_vboost, pci_inventory
-from clustereval.results import problems
 from tests.conftest import key_value_text, read_corpus
-
-RUN = "test-run"
-
-
-def probe(name: str, stdout: str = "", rc: int = 0, parser: str | None = None, **extra) -> dict:
-    return {name: {"name": name, "cmd": extra.pop("cmd", name), "rc": rc, "stdout": stdout, "stderr": "",
-                   "parser": parser, "artifact": f"raw/n1/{name}.txt", **extra}}
-
-
-def run(check_id: str, probes: dict, **options) -> dict:
-    result = checks.evaluate(check_id, Context(subject="n1", probes=probes, options=options), RUN)
-    assert problems(result) == []
-    return result
-
+from tests.helpers import judge as run
+from tests.helpers import probe
 
 # ---------------------------------------------------------------- lspci -D -nn -vvv blocks in pciutils 3.x layout
 

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from clustereval import checks
-from clustereval.checks import Context
-from clustereval.results import problems
 from tests.conftest import read_corpus
-from tests.unit.test_audit_scheduler import config, probe
+from tests.helpers import judge, probe
+from tests.unit.test_audit_scheduler import config
 
 RUN = "test-run"
 NHC_DRAIN = "#!/bin/bash\n/usr/sbin/nhc-genconf\nscontrol update nodename=$HOSTNAME state=drain reason=\"NHC: $1\"\n"
 
 
 def run(check_id: str, probes: dict, **options) -> dict:
-    result = checks.evaluate(check_id, Context(subject="node1", probes=probes, options=options), RUN)
-    assert problems(result) == []
-    return result
+    return judge(check_id, probes, subject="node1", **options)
 
 
 def programs(*items: tuple[str, str, str | None, bool], nhc_conf: str | None = None) -> dict:

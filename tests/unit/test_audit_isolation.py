@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-from clustereval import checks
-from clustereval.checks import Context
 from clustereval.checks.audit_isolation import listeners
-from clustereval.results import problems
 from tests.conftest import key_value_text, read_corpus
-from tests.unit.test_audit_gpustack import NO_GPU_LSPCI, hgx_lspci, lspci_probe, node_probe, params_probe, probe
+from tests.helpers import judge as run
+from tests.helpers import probe
+from tests.unit.test_audit_gpustack import NO_GPU_LSPCI, hgx_lspci, lspci_probe, node_probe, params_probe
 
 RUN = "test-run"
-
-
-def run(check_id: str, probes: dict, **options) -> dict:
-    result = checks.evaluate(check_id, Context(subject="n1", probes=probes, options=options), RUN)
-    assert problems(result) == []
-    return result
 
 
 def iso_text(**over) -> str:

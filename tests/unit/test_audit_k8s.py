@@ -11,14 +11,11 @@ import json
 
 import pytest
 
-from clustereval import checks, parsers
-from clustereval.checks import Context
+from clustereval import parsers
 from clustereval.checks.audit_k8s import parse_can_i
-from clustereval.results import CLUSTER_SUBJECT, problems
+from clustereval.results import CLUSTER_SUBJECT
 from tests.conftest import read_corpus
-
-RUN = "test-run"
-
+from tests.helpers import judge, probe
 
 # ------------------------------------------------------------------ faithful API objects
 
@@ -470,9 +467,7 @@ def to_probes(objs, can_i=CAN_I_ALL_YES, api=API_RESOURCES, absent=(), overrides
 
 def run(check_id, probes=None, **options):
     options.setdefault("harness", "k8s")
-    result = checks.evaluate(check_id, Context(subject=CLUSTER_SUBJECT, probes=probes or {}, options=options), RUN)
-    assert problems(result) == []
-    return result
+    return judge(check_id, probes, subject=CLUSTER_SUBJECT, **options)
 
 
 def status(check_id, objs=None, **kw):
@@ -1285,14 +1280,10 @@ class TestMultinodeNvlink:
 
 class TestKubeletCpuManager:
     def probe(self, stdout, **extra):
-        return {"k8s_cpu_manager_state": {"name": "k8s_cpu_manager_state", "cmd": "cat", "rc": 0, "stdout": stdout,
-                                          "stderr": "", "artifact": "raw/n1/cpu.json", **extra}}
+        return probe("k8s_cpu_manager_state", stdout, cmd="cat", artifact="raw/n1/cpu.json", **extra)
 
     def node_run(self, probes):
-        result = checks.evaluate("audit.k8s.kubelet_cpu_manager",
-                                 Context(subject="n1", probes=probes, options={"harness": "k8s"}), RUN)
-        assert problems(result) == []
-        return result
+        return judge("audit.k8s.kubelet_cpu_manager", probes, harness="k8s")
 
     def test_pass_static(self):
         text = ('{"policyName":"static","defaultCpuSet":"0-3,96-99","entries":{"a1b2":{"main":"4-47"}},'
@@ -1361,11 +1352,11 @@ def test_api_probes_are_read_only_kubectl_calls_of_their_own_phase():
     api = probe_catalogue.for_phase("audit-k8s")
     names = {p["name"] for p in api}
     assert names == set(to_probes(healthy_objects()))
-    for probe in api:
-        assert probe["name"].startswith("k8s_") and probe["tool"] in ("kubectl", "helm")
-        if probe["name"] == "k8s_pvc_test":
+    for definition in api:
+        assert definition["name"].startswith("k8s_") and definition["tool"] in ("kubectl", "helm")
+        if definition["name"] == "k8s_pvc_test":
             continue
-        assert not any(verb in probe["cmd"] for verb in ("kubectl create", "kubectl apply", "kubectl delete",
+        assert not any(verb in definition["cmd"] for verb in ("kubectl create", "kubectl apply", "kubectl delete",
                                                          "kubectl patch", "helm install", " create -f", " delete "))
     # the one that acts: only when allowed, its delete always runs (an EXIT trap), and its check says it acts
     acting = probe_catalogue.load()["k8s_pvc_test"]["cmd"]

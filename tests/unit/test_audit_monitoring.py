@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from clustereval import checks
-from clustereval.checks import Context
 from clustereval.checks.audit_monitoring import gpu_class, kernel_log_sources, parse_listeners
-from clustereval.results import problems
 from tests.conftest import read_corpus
+from tests.helpers import judge, probe
 from tests.unit.test_audit_health import dcgmi, gpus, programs
-from tests.unit.test_audit_scheduler import probe
 
 RUN = "test-run"
 H100 = "NVIDIA H100 80GB HBM3"
 
 
 def run(check_id: str, probes: dict, **options) -> dict:
-    result = checks.evaluate(check_id, Context(subject="node1", probes=probes, options=options), RUN)
-    assert problems(result) == []
-    return result
+    return judge(check_id, probes, subject="node1", **options)
 
 
 def q_x(temps: list[int], powers: list[float], util: int = 0, name: str = H100) -> dict:

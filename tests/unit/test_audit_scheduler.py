@@ -4,24 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from clustereval import checks
-from clustereval.checks import Context
 from clustereval.checks.audit_scheduler import parse_hardware, seconds, sections
-from clustereval.results import problems
 from tests.conftest import read_corpus
-
-RUN = "test-run"
-
-
-def probe(name: str, stdout: str = "", rc: int = 0, parser: str | None = None, **extra) -> dict:
-    return {name: {"name": name, "cmd": extra.pop("cmd", name), "rc": rc, "stdout": stdout, "stderr": "",
-                   "parser": parser, "artifact": f"raw/n1/{name}.txt", **extra}}
+from tests.helpers import judge, probe
 
 
 def run(check_id: str, probes: dict, **options) -> dict:
-    result = checks.evaluate(check_id, Context(subject="node1", probes=probes, options=options), RUN)
-    assert problems(result) == []
-    return result
+    return judge(check_id, probes, subject="node1", **options)
 
 
 def config(**settings: str) -> dict:

@@ -6,13 +6,9 @@ import json
 
 import pytest
 
-from clustereval import checks
 from clustereval.checks import Context
 from clustereval.checks.audit_sharedfs import shared_mounts, sharedfs_facts
-from clustereval.results import problems
-from tests.unit.test_audit_scheduler import probe
-
-RUN = "test-run"
+from tests.helpers import judge, probe
 
 
 def findmnt(*extra: tuple[str, str, str]) -> str:
@@ -33,9 +29,7 @@ def facts_of(text: str, rc: int = 0, **extra) -> dict:
 
 
 def run(fleet: dict) -> dict:
-    result = checks.evaluate("audit.sharedfs.shared_fs", Context(subject="_cluster", fleet=fleet), RUN)
-    assert problems(result) == []
-    return result
+    return judge("audit.sharedfs.shared_fs", fleet=fleet, subject="_cluster")
 
 
 class TestSharedMounts:

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clustereval import checks, yamldata
-from clustereval.checks import Context
+from clustereval import yamldata
 from clustereval.checks.audit_software import (
     enroot_version,
     import_problem,
@@ -20,7 +19,8 @@ from clustereval.checks.audit_software import (
     mpi_plugins,
     nccl_version,
 )
-from clustereval.results import problems
+from tests.helpers import judge as run
+from tests.helpers import probe
 
 GPU = "nvidia_driver=loaded\nnvidia_pci_gpus=8\n"
 NO_GPU = "nvidia_pci_gpus=0\n"
@@ -63,21 +63,10 @@ BATCH = ("batch_rc=0\nbatch_path=/usr/local/cuda-12.4/bin:/usr/bin:/bin\nbatch_n
          "batch_mpirun=/opt/hpcx/ompi/bin/mpirun\nbatch_ompi_info=\nbatch_ucx_info=\n")
 
 
-def probe(name: str, stdout: str = "", rc: int = 0, **extra) -> dict:
-    return {name: {"name": name, "cmd": name, "rc": rc, "stdout": stdout, "stderr": "",
-                   "artifact": f"{name}.txt", **extra}}
-
-
 def probes(libs: str = GPU + "nccl_lib=/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5\n" + MPI_PMIX + HPC_SDK,
            containers: str = CONTAINERS, env: str = LOGIN + BATCH, enroot_import: str = IMPORT_OK) -> dict:
     return {**probe("software_libs", libs), **probe("software_containers", containers),
             **probe("software_batch_env", env), **probe("software_enroot_import", enroot_import)}
-
-
-def run(check_id: str, given: dict) -> dict:
-    result = checks.evaluate(check_id, Context(subject="n1", probes=given), "t")
-    assert problems(result) == []
-    return result
 
 
 def without(text: str, *prefixes: str) -> str:

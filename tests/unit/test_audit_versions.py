@@ -15,8 +15,7 @@ import threading
 import pytest
 import yaml
 
-from clustereval import checks, security_table
-from clustereval.checks import Context
+from clustereval import security_table
 from clustereval.checks.audit_versions import (
     dcgm_versions,
     driver_from_proc,
@@ -25,9 +24,9 @@ from clustereval.checks.audit_versions import (
     nvcc_version,
     parse_sections,
 )
-from clustereval.results import problems
 from clustereval.security_table import TableError, compare, parse_version
 from tests.conftest import read_corpus
+from tests.helpers import judge, probe
 
 TODAY = "2026-08-25"  # a few days after the packaged table was generated: fresh, grace windows closed
 
@@ -64,23 +63,19 @@ def inventory(**sections: str | None) -> str:
 
 
 def probes(text: str, rc: int = 0, **extra) -> dict:
-    return {"versions_inventory": {"name": "versions_inventory", "cmd": "sh -c …", "rc": rc, "stdout": text,
-                                   "stderr": "", "artifact": "raw/n1/versions-inventory.txt", **extra}}
+    return probe("versions_inventory", text, rc, cmd="sh -c …", artifact="raw/n1/versions-inventory.txt", **extra)
 
 
 def run(check_id: str, probe_set: dict | None = None, **options) -> dict:
     options.setdefault("today", TODAY)
-    result = checks.evaluate(check_id, Context(subject="n1", probes=probe_set or {}, options=options), "t")
-    assert problems(result) == []
-    return result
+    return judge(check_id, probe_set, **options)
 
 
 def dcgmi_probe(body: str | tuple[str, int] | None) -> dict:
     """The health area's ``dcgmi -v`` probe (None: dcgmi not installed)."""
     text, rc = body if isinstance(body, tuple) else (body or "", 0)
-    return {"health_dcgmi_version": {"name": "health_dcgmi_version", "cmd": "dcgmi -v", "rc": 127 if body is None
-                                     else rc, "stdout": text, "stderr": "", "missing": body is None,
-                                     "artifact": "raw/n1/dcgmi-version.txt"}}
+    return probe("health_dcgmi_version", text, 127 if body is None else rc, cmd="dcgmi -v", missing=body is None,
+                 artifact="raw/n1/dcgmi-version.txt")
 
 
 def grade(check_id: str, **sections) -> dict:
@@ -407,11 +402,10 @@ class TestTableFresh:
 
 def gpu_probe(driver: str | None) -> dict:
     if driver is None:
-        return {"nvidia_smi_q_x": {"cmd": "nvidia-smi -q -x", "rc": 127, "missing": True, "tool": "nvidia-smi",
-                                   "stdout": "", "parser": "nvidia-smi-q-x"}}
+        return probe("nvidia_smi_q_x", "", 127, cmd="nvidia-smi -q -x", missing=True, tool="nvidia-smi")
     xml = (f'<?xml version="1.0" ?>\n<nvidia_smi_log>\n\t<driver_version>{driver}</driver_version>\n'
            f"\t<cuda_version>12.4</cuda_version>\n\t<attached_gpus>0</attached_gpus>\n</nvidia_smi_log>\n")
-    return {"nvidia_smi_q_x": {"cmd": "nvidia-smi -q -x", "rc": 0, "stdout": xml, "parser": "nvidia-smi-q-x"}}
+    return probe("nvidia_smi_q_x", xml, cmd="nvidia-smi -q -x")
 
 
 class TestNvidiaDriver:

@@ -8,26 +8,13 @@ import pytest
 
 from clustereval import baselines, checks
 from clustereval.checks import Context, audit
-from clustereval.results import problems
 from tests.conftest import read_corpus
-
-RUN = "test-run"
-
-
-def probe(name: str, stdout: str = "", rc: int = 0, parser: str | None = None, **extra) -> dict:
-    return {name: {"name": name, "cmd": extra.pop("cmd", name), "rc": rc, "stdout": stdout, "stderr": "",
-                   "parser": parser, "artifact": f"raw/n1/{name}.txt", **extra}}
+from tests.helpers import judge as run
+from tests.helpers import probe
 
 
 def gpu_probe(text: str, rc: int = 0, **extra) -> dict:
     return probe("nvidia_smi_q_x", text, rc, parser="nvidia-smi-q-x", cmd="nvidia-smi -q -x", **extra)
-
-
-def run(check_id: str, probes: dict | None = None, fleet: dict | None = None, **options) -> dict:
-    result = checks.evaluate(check_id, Context(subject="n1", probes=probes or {}, fleet=fleet or {},
-                                               options=options), RUN)
-    assert problems(result) == []
-    return result
 
 
 # A small nvidia-smi -q -x document of our own, in the v12 layout, for GPU counts the corpus lacks.

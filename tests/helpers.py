@@ -1,0 +1,35 @@
+"""What the unit tests of the checks share: probe records as the collect module returns them, and one call
+that judges a check and holds its result to the result contract."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clustereval import checks
+from clustereval.checks import Context, probe_catalogue
+from clustereval.results import problems
+
+RUN = "test-run"
+
+
+def probe(name: str, stdout: str = "", rc: int = 0, **fields: Any) -> dict[str, dict[str, Any]]:
+    """``{name: record}`` as ``clustereval.gpu.collect`` returns one probe. ``cmd`` defaults to the name and
+    ``parser`` to the probe catalogue's, so a check reads the record through the parser a real run uses;
+    ``fields`` override anything (``missing=True``, ``tool=...``, ``stderr=...``, ``timed_out=True``)."""
+    record: dict[str, Any] = {"name": name, "cmd": name, "rc": rc, "stdout": stdout, "stderr": "",
+                              "artifact": f"raw/n1/{name}.txt"}
+    parser = (probe_catalogue.load().get(name) or {}).get("parser")
+    if parser:
+        record["parser"] = parser
+    record.update(fields)
+    return {name: record}
+
+
+def judge(check_id: str, probes: dict[str, dict[str, Any]] | None = None, *, fleet: dict[str, Any] | None = None,
+          subject: str = "n1", **options: Any) -> dict[str, Any]:
+    """The result of ``check_id`` judged on ``probes`` (a node) or ``fleet`` (a cluster-scope check), after
+    asserting it honours the result contract."""
+    ctx = Context(subject=subject, probes=probes or {}, fleet=fleet or {}, options=options)
+    result = checks.evaluate(check_id, ctx, RUN)
+    assert problems(result) == []
+    return result
