@@ -13,7 +13,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible_collections.clustereval.gpu.plugins.module_utils import probe_runner
 
-from clustereval import checks, remote, rundir
+from clustereval import checks, remote, rundir, series
 from clustereval import facts as facts_mod
 from clustereval.checks import catalogue, probe_catalogue
 from clustereval.results import CLUSTER_SUBJECT, TASK_RESULT_KEY, to_task_result
@@ -56,6 +56,13 @@ options:
         like any module task.
     type: list
     elements: dict
+  collect_for:
+    description:
+      - Instead of C(checks), check ids whose probes this task collects and keeps, judging nothing here: the
+        checks are judged later, once per cluster, from what every node kept (C(load_probes)). The checks'
+        selection by tags still decides whether the probes run.
+    type: list
+    elements: str
   params:
     description:
       - Values of probe parameters. Each probe receives those it declares (C(params) in the probe catalogue,
@@ -96,7 +103,8 @@ class ActionModule(ActionBase):
             run_dir, run_id = rundir.locate(task_vars)
         except rundir.RunDirMissing as exc:
             raise AnsibleActionFail(str(exc)) from None
-        check_ids = self._check_ids(args)
+        collect_only = args.get("collect_for") is not None
+        check_ids = self._check_ids({"checks": args["collect_for"]} if collect_only else args)
         options = dict(args.get("options") or {})
         fleet_hosts = args.get("fleet_hosts")
         subject = CLUSTER_SUBJECT if fleet_hosts is not None else task_vars["inventory_hostname"]
@@ -107,7 +115,8 @@ class ActionModule(ActionBase):
         probes = dict(args.get("probes") or {})
         if args.get("collect") is not None:
             wanted = checks.probes_for(runnable)
-            plan = [p for p in args["collect"] if wanted is None or p.get("name") in wanted]
+            # An instance of a catalogue probe (one per peer of a mesh) names its catalogue probe in `probe`.
+            plan = [p for p in args["collect"] if wanted is None or p.get("probe", p.get("name")) in wanted]
             collected = self._collect(probe_catalogue.with_params(plan, args.get("params")), task_vars)
             if collected.get("unreachable") or collected.get("failed"):
                 return collected
@@ -126,7 +135,7 @@ class ActionModule(ActionBase):
             options["harness"] = checks.detect_harness(options.get("harness"), probes)
         parse_cache: dict[str, Any] = {}
         new_facts = {}
-        if fleet_hosts is None and probes:
+        if fleet_hosts is None and set(probes) & checks.fact_probes():
             merged = {**(task_vars.get("clustereval_facts") or {}),
                       **checks.host_facts(checks.Context(subject=subject, probes=probes, parse_cache=parse_cache)),
                       "harness": options["harness"]}
@@ -140,8 +149,8 @@ class ActionModule(ActionBase):
         if fleet_hosts is not None and args.get("load_probes"):
             host_probes = {h: rundir.kept_probes(run_dir, h, list(args["load_probes"])) for h in fleet_hosts}
         items = []
-        for check_id in chosen:
-            if check_id in refused:
+        for check_id in [] if collect_only else chosen:
+            if check_id in refused and not collect_only:
                 verdict = checks.Verdict("skip", refused[check_id], evidence={"not_permitted": True})
                 items.append(checks.make_result(check_id, subject, verdict, run_id=run_id, artifacts=[],
                                                 started=checks.now_iso(), duration_s=0.0,
@@ -151,6 +160,7 @@ class ActionModule(ActionBase):
                                  parse_cache=parse_cache, params=dict(args.get("variant") or {}),
                                  facts=subject_facts, host_facts=per_host, host_probes=host_probes)
             items.extend(checks.evaluate_many(check_id, ctx, run_id))
+        series.write_pending(run_dir, items)
         rundir.record(run_dir, items)
         counts: dict[str, int] = {}
         for item in items:

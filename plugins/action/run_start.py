@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from ansible.plugins.action import ActionBase
 
-from clustereval import __version__
+from clustereval import __version__, checks, journal, rundir
 from clustereval.runinfo import default_run_dir, inventory_summary, safe_options, write_json
 
 DOCUMENTATION = r"""
@@ -20,6 +20,8 @@ description:
   - Creates the run directory (C(out), default C(runs/<timestamp>) beside the playbooks) with its
     C(raw/) folder and writes C(run.json): run id, inventory summary, versions, phases and options.
   - Sets the facts C(clustereval_run_dir) and C(clustereval_run_id) used by every later task.
+  - Warns (and records C(harness.journal.leftovers)) when other runs in the same runs folder left changes
+    their journal says were never undone.
 options:
   out:
     description: Run directory; empty means C(runs/<UTC timestamp>) in the checkout.
@@ -72,7 +74,22 @@ class ActionModule(ActionBase):
             except (OSError, ValueError):
                 pass
         write_json(previous, info)
+        message = f"run directory {run_dir}"
+        left = journal.leftovers(os.path.dirname(run_dir), exclude=run_dir)
+        if left:
+            count = sum(len(entries) for entries in left.values())
+            runs = ", ".join(sorted(left))
+            summary = (f"{count} change(s) made by earlier runs are still applied on the nodes "
+                       f"(run `clustereval undo DIR` for: {runs})")
+            self._display.warning(f"clustereval: {summary}")
+            message += f"; {summary}"
+            verdict = checks.Verdict("warn", summary, count, evidence={
+                "runs": {d: [{"host": e.get("host"), "what": e.get("what"), "at": e.get("at")} for e in entries]
+                         for d, entries in sorted(left.items())}})
+            rundir.record(run_dir, [checks.make_result("harness.journal.leftovers", "_cluster", verdict,
+                                                       run_id=run_id, artifacts=[], started=info["started"],
+                                                       duration_s=0.0)])
         result.update(changed=True, clustereval_run_dir=run_dir, clustereval_run_id=run_id,
                       ansible_facts={"clustereval_run_dir": run_dir, "clustereval_run_id": run_id},
-                      msg=f"run directory {run_dir}")
+                      msg=message)
         return result

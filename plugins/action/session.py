@@ -91,6 +91,8 @@ with open(session_runner.__file__, encoding="utf-8") as _source:
 STATES = ("run", "started", "stopped")
 # Beyond its duration, how long the controller waits for the node to end the session by itself.
 END_GRACE_S = 30.0
+# How long a started server gets before the first look says whether it is still running.
+SETTLE_S = 0.5
 ACTIVE_DIR = os.path.join("sessions", "active")
 
 
@@ -116,8 +118,9 @@ class ActionModule(ActionBase):
         self._name = str(args.get("name") or "")
         if not self._name:
             raise AnsibleActionFail("a session needs a name")
+        # The host is part of the name: the base directory may be shared between nodes (a shared /var/tmp).
         self._request = {"base": args.get("base_dir") or session_runner.DEFAULT_BASE, "run_id": self._run_id,
-                         "name": rundir.safe(self._name)}
+                         "name": f"{rundir.safe(self._host)}.{rundir.safe(self._name)}"}
         wanted = list(args.get("checks") or [])
         unknown = [c for c in wanted if c not in catalogue.load()]
         if unknown:
@@ -160,6 +163,18 @@ class ActionModule(ActionBase):
 
     def _start_only(self, result: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
         entry, answer = self._start(args)
+        # A server that cannot start (its port taken, its binary broken) exits at once: say so now, with its
+        # own words, rather than let every client fail later.
+        time.sleep(SETTLE_S)
+        early = self._remote("poll", offsets={})
+        if early.get("state") in ("ended", "lost"):
+            recorder = sessions.Recorder(self._run_dir, self._host, self._name, self._streams)
+            stopped = self._remote("stop", offsets={}, remove=True)
+            recorder.feed(stopped if not stopped.get("failed") else early, final=True)
+            journal.restored(self._run_dir, entry, outcome="exited at start")
+            errors = "; ".join(sessions.SessionView(recorder, self._name).stderr_tail(s.name, 3)[-1:]
+                               for s in self._streams) or "no message"
+            raise AnsibleActionFail(f"session {self._name} ended as soon as it started on {self._host}: {errors}")
         result.update(changed=True, clustereval_session={"journal_id": entry, "started": now_iso(), **answer},
                       msg=f"session {self._name} started on {self._host} (supervisor {answer.get('pid')})")
         return result

@@ -18,13 +18,15 @@ description:
   - Records an unreachable node (C(harness.node.reachable) fail) and a failed task
     (C(harness.task.failed) error) with the message Ansible gave.
   - When the playbook ends, scores the run and writes C(score.json), C(report.md), C(junit.xml)
-    and C(report.html).
+    and C(report.html). When it is interrupted (Ctrl-C, SIGTERM) it waits briefly for the sessions still
+    recording, marks C(run.json) as interrupted and writes the reports of what was measured.
 requirements:
   - the clustereval Python package on the controller
   - enable in ansible.cfg with C(callbacks_enabled = clustereval.gpu.results)
 author: clustereval developers
 """
 
+import atexit
 import json
 import os
 from typing import Any
@@ -34,6 +36,8 @@ from ansible.plugins.callback import CallbackBase
 from clustereval import checks, results, rundir, runinfo
 
 TARGET_EXCLUDE = {"localhost"}
+# How long an interrupted run waits for its sessions to finish recording before the reports are written.
+ACTIVE_SESSIONS_WAIT_S = 20.0
 
 
 class CallbackModule(CallbackBase):
@@ -61,6 +65,8 @@ class CallbackModule(CallbackBase):
         self.pending: list[dict[str, Any]] = []
         self.unreachable: set[str] = set()
         self.recorded = 0
+        self.finished = False
+        atexit.register(self._on_exit)
 
     def _record(self, items: list[dict[str, Any]]) -> None:
         if not items:
@@ -117,12 +123,30 @@ class CallbackModule(CallbackBase):
         self._record([self._harness_result("harness.task.failed", host, verdict)])
 
     def v2_playbook_on_stats(self, stats) -> None:
+        self.finished = True
         if self.run_dir is None:
             return
         self._record([])
         hosts = sorted(stats.processed.keys())
         summary = {host: stats.summarize(host) for host in hosts}
         runinfo.mark_ended(self.run_dir, ansible_stats=summary, unreachable_hosts=sorted(self.unreachable))
+        self._render()
+
+    def _on_exit(self) -> None:
+        """The playbook ended without its stats (Ctrl-C, SIGTERM, a fatal error): say so and report what was
+        measured, once the sessions still writing into the run directory are done (or after a short wait)."""
+        if self.finished or self.run_dir is None:
+            return
+        self.finished = True
+        reason = "the playbook ended before its last task (interrupted: Ctrl-C, SIGTERM or a fatal error)"
+        waited = runinfo.wait_for_sessions(self.run_dir, ACTIVE_SESSIONS_WAIT_S)
+        self._record([self._harness_result("harness.run.interrupted", results.CLUSTER_SUBJECT, checks.Verdict(
+            "error", f"{reason}; results and samples recorded until then are kept",
+            evidence={"sessions_still_recording": waited}))])
+        runinfo.mark_ended(self.run_dir, interrupted=reason, unreachable_hosts=sorted(self.unreachable))
+        self._render()
+
+    def _render(self) -> None:
         try:
             from clustereval import report
 

@@ -16,6 +16,10 @@ options:
   timeout:
     description: Timeout in seconds for probes that do not set their own.
     type: float
+  names:
+    description: Only these probes (by name).
+    type: list
+    elements: str
 author: clustereval developers
 """
 
@@ -42,7 +46,9 @@ class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         self.set_options(var_options=variables, direct=kwargs)
         timeout = self.get_option("timeout")
+        names = self.get_option("names")
         try:
-            return [probe for phase in terms for probe in probe_catalogue.for_phase(str(phase), timeout)]
+            return [probe for phase in terms
+                    for probe in probe_catalogue.for_phase(str(phase), timeout, set(names) if names else None)]
         except ValueError as exc:
             raise AnsibleLookupError(f"clustereval probe catalogue: {exc}") from exc

@@ -59,6 +59,62 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_undo(args: argparse.Namespace) -> int:
+    """Revert what a run's journal says is still applied, through ``playbooks/undo.yml``."""
+    import os
+    import subprocess
+
+    from clustereval import journal, runinfo, runner
+
+    run_dir = Path(args.run_dir).resolve()
+    if not run_dir.is_dir():
+        print(f"clustereval: {run_dir} is not a directory", file=sys.stderr)
+        return 2
+    left = journal.pending(run_dir)
+    if not left:
+        print(f"nothing to undo: the journal of {run_dir} has no change still applied")
+        return 0
+    active = runinfo.active_sessions(run_dir)
+    if active and not args.force:
+        print(f"clustereval: {run_dir} is still recording ({', '.join(active)}); stop that run first "
+              f"(or --force)", file=sys.stderr)
+        return 2
+    info = {}
+    try:
+        info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    inventories = [args.inventory] if args.inventory else list((info.get("inventory") or {}).get(
+        "inventory_sources") or [])
+    if not inventories:
+        print("clustereval: the run does not say which inventory it used; give it with -i", file=sys.stderr)
+        return 2
+    for entry in left:
+        print(f"  still applied on {entry.get('host')}: {entry.get('what')} (since {entry.get('at')})")
+    if args.dry_run:
+        return 1
+    nodes = sorted({str(e.get("host")) for e in left} - {"localhost"})
+    root = runner.project_root()
+    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), str(root / "playbooks" / "undo.yml"),
+           "-e", f"clustereval_undo_run_dir={run_dir}", "-e", f"clustereval_undo_hosts={','.join(nodes) or 'none'}"]
+    for inventory in inventories:
+        cmd += ["-i", str(inventory)]
+    env = {**os.environ, "ANSIBLE_CONFIG": str(root / "ansible.cfg")}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    remaining = journal.pending(run_dir)
+    for entry in journal.load(run_dir):
+        if entry.get("state") == "restored" and entry.get("by") == "undo":
+            print(f"  undone: {entry.get('id')} ({entry.get('outcome')})")
+    if remaining:
+        print(f"clustereval: {len(remaining)} change(s) could not be undone:", file=sys.stderr)
+        for entry in remaining:
+            print(f"  {entry.get('host')}: {entry.get('what')}", file=sys.stderr)
+        print(proc.stdout[-3000:] + proc.stderr[-2000:], file=sys.stderr)
+        return 1
+    print(f"every change the journal of {run_dir} recorded is undone")
+    return 0
+
+
 def cmd_checks(args: argparse.Namespace) -> int:
     from clustereval.checks import catalogue
 
@@ -117,6 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="re-render score and reports of a saved run (no cluster access)")
     rp.add_argument("run_dir")
     rp.set_defaults(func=cmd_report)
+
+    ud = sub.add_parser("undo", help="revert what a run's action journal says is still applied on the nodes")
+    ud.add_argument("run_dir")
+    ud.add_argument("-i", "--inventory", help="inventory (default: the one the run used)")
+    ud.add_argument("--dry-run", action="store_true", help="only list what is still applied")
+    ud.add_argument("--force", action="store_true", help="undo even while the run seems to be recording")
+    ud.set_defaults(func=cmd_undo)
 
     ck = sub.add_parser("checks", help="print the check catalogue")
     ck.add_argument("--json", action="store_true")

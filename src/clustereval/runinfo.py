@@ -6,6 +6,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -71,3 +72,28 @@ def mark_ended(run_dir: str | os.PathLike[str], **extra: Any) -> None:
     info["ended"] = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     info.update(extra)
     write_json(path, info)
+
+
+ACTIVE_SESSIONS = Path("sessions") / "active"
+
+
+def active_sessions(run_dir: str | os.PathLike[str]) -> list[str]:
+    """Sessions whose worker still records into the run directory (its marker names a live process)."""
+    folder = Path(run_dir) / ACTIVE_SESSIONS
+    alive = []
+    for marker in sorted(folder.glob("*.pid")) if folder.is_dir() else []:
+        try:
+            pid = int(marker.read_text().strip())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            continue
+        alive.append(marker.stem)
+    return alive
+
+
+def wait_for_sessions(run_dir: str | os.PathLike[str], timeout_s: float) -> list[str]:
+    """Wait up to ``timeout_s`` for the active sessions to finish recording; those still active after it."""
+    deadline = time.monotonic() + timeout_s
+    while (left := active_sessions(run_dir)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left

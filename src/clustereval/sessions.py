@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,8 +25,7 @@ from typing import Any
 from clustereval import parsers
 from clustereval.results import now_iso
 from clustereval.rundir import safe
-
-SERIES_DIR = "series"
+from clustereval.series import SERIES_DIR, cell, typed
 
 
 @dataclass
@@ -59,27 +57,6 @@ class _StreamState:
     last_error: str | None = None
     bytes_out: int = 0
     bytes_err: int = 0
-
-
-def _cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, list | tuple):
-        return "|".join(str(v) for v in value)
-    if isinstance(value, dict):
-        return json.dumps(value, sort_keys=True, default=str)
-    return value
-
-
-def typed(value: str) -> Any:
-    """A CSV cell back as a number where it is one ('' -> None)."""
-    if value == "":
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return value
-    return int(number) if number.is_integer() and "." not in value and "e" not in value.lower() else number
 
 
 class Recorder:
@@ -177,7 +154,7 @@ class Recorder:
                 writer.writerow(state.columns)
             for row in rows:
                 values = {**row, "host": self.subject, "received_at": received}
-                writer.writerow([_cell(values.get(c)) for c in state.columns])
+                writer.writerow([cell(values.get(c)) for c in state.columns])
         state.rows += len(rows)
 
     # ------------------------------------------------------------------ what results point at
