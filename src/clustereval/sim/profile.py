@@ -54,7 +54,30 @@ KNOWN_FAULTS = {
     "exporters_missing",
     "container_toolkit_version",
     "dcgm_exporter_version",
+    "gpu_hot",
+    "gpu_throttle",
+    "xid_during_run",
 }
+
+# Faults that act while an ``nvidia-smi -l/-lms`` loop runs, relative to the start of each loop process
+# (see docs/sim.md and the shim's "loop mode"): the keys each accepts, with the required ones.
+RUN_FAULTS = {
+    "gpu_hot": ({"gpu", "after_s", "temperature_c", "memory_temperature_c", "sm_clock_mhz"},
+                {"gpu", "temperature_c"}),
+    "gpu_throttle": ({"gpu", "after_s", "reason", "sm_clock_mhz"}, {"gpu", "reason"}),
+    "xid_during_run": ({"gpu", "after_s", "code", "message"}, {"gpu"}),
+}
+# gpu_throttle reasons -> NVML clocks event reason bit (nvml.h nvmlClocksEventReason* / ...ThrottleReason*).
+THROTTLE_REASONS = {
+    "hw_slowdown": 0x8,
+    "sw_thermal_slowdown": 0x20,
+    "hw_thermal_slowdown": 0x40,
+    "hw_power_brake": 0x80,
+    "hw_power_brake_slowdown": 0x80,
+}
+# At this GPU temperature the GPU shuts down ("GPU Shutdown T.Limit Temp: -8 C" below the 87 C the shim's
+# T.Limit counts from): a gpu_hot target must stay below it.
+GPU_SHUTDOWN_TEMP_C = 95
 
 
 class ProfileError(ValueError):
@@ -134,6 +157,10 @@ def load_profile(name_or_path: str | Path) -> dict[str, Any]:
                 f"profile {path}: nodes.{key}.faults has unknown keys {sorted(unknown)}; "
                 f"known: {sorted(known)}"
             )
+        for fault, (allowed, required) in RUN_FAULTS.items():
+            if fault in (override.get("faults") or {}):
+                _check_run_fault(f"profile {path}: nodes.{key}.faults.{fault}", override["faults"][fault],
+                                 allowed, required)
         mode = (override.get("faults") or {}).get("nvidia_smi", "ok")
         if mode not in NVIDIA_SMI_MODES:
             raise ProfileError(
@@ -147,6 +174,39 @@ def load_profile(name_or_path: str | Path) -> dict[str, Any]:
         "cluster": cluster,
         "nodes": normalised,
     }
+
+
+def _run_fault_entries(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def _check_run_fault(where: str, value: Any, allowed: set[str], required: set[str]) -> None:
+    """Refuse a malformed mid-run fault (a mapping, or a list of mappings) with a message naming the key."""
+    entries = _run_fault_entries(value)
+    if not entries:
+        raise ProfileError(f"{where} must be a mapping (or a list of mappings) with keys {sorted(allowed)}")
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ProfileError(f"{where} must be a mapping (or a list of mappings) with keys {sorted(allowed)}")
+        unknown, missing = set(entry) - allowed, required - set(entry)
+        if unknown or missing:
+            raise ProfileError(f"{where}: unknown keys {sorted(unknown)}" if unknown
+                               else f"{where}: missing keys {sorted(missing)}")
+        for name in ("gpu", "code", "sm_clock_mhz"):
+            if name in entry and (isinstance(entry[name], bool) or not isinstance(entry[name], int)
+                                  or entry[name] < 0):
+                raise ProfileError(f"{where}.{name} must be a non-negative integer")
+        for name in ("after_s", "temperature_c", "memory_temperature_c"):
+            if name in entry and (isinstance(entry[name], bool) or not isinstance(entry[name], int | float)
+                                  or entry[name] < 0):
+                raise ProfileError(f"{where}.{name} must be a non-negative number")
+        if "reason" in entry and entry["reason"] not in THROTTLE_REASONS:
+            raise ProfileError(f"{where}.reason must be one of {sorted(THROTTLE_REASONS)}")
+        if entry.get("temperature_c", 0) >= GPU_SHUTDOWN_TEMP_C:
+            raise ProfileError(f"{where}.temperature_c must stay below {GPU_SHUTDOWN_TEMP_C} C, where the GPU "
+                               "shuts down (model that with xid_during_run: {code: 79})")
+        if "message" in entry and not isinstance(entry["message"], str):
+            raise ProfileError(f"{where}.message must be a string")
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -298,6 +358,8 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
                 "performance_state": "P0",
             }
         )
+        # NVML's GpuIdle reason (0x1) is what holds an idle GPU's SM clock below its maximum.
+        gpus[-1]["clocks_event_reasons"] = 0x1 if gpus[-1]["sm_clock_mhz"] < gpus[-1]["max_sm_clock_mhz"] else 0
     slurm = settings.get("slurm") or {}
     xid = faults.get("xid") or []
     if isinstance(xid, int | str):
@@ -316,6 +378,7 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
         "gpus": gpus,
         "nics": settings.get("nics") or [],
         "xid": [_xid_line(entry, gpus, k) for k, entry in enumerate(xid)],
+        "telemetry": _telemetry(node, faults, gpus, bool(xid)),
         "slurm": {
             "cpus": _host_cpus() if str(slurm.get("cpus", "host")) == "host" else int(slurm["cpus"]),
             "real_memory_mb": (_host_memory_mb() if str(slurm.get("real_memory_mb", "host")) == "host"
@@ -330,15 +393,64 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
     }
 
 
+KERN_LOG = "/var/log/kern.log"
+
+
+def _telemetry(node: str, faults: dict[str, Any], gpus: list[dict[str, Any]], past_xid: bool) -> dict[str, Any]:
+    """What an ``nvidia-smi`` loop process on this node plays out (``gpu_hot``, ``gpu_throttle``,
+    ``xid_during_run``), resolved for the shim: GPUs by nvidia-smi index, reason bits, the driver's lines.
+
+    ``kern_log`` names the node's own kernel log file (an overlay file inside the node's mount namespace,
+    see overlays/monitoring.py) when the node has one, else None.
+    """
+    out: list[dict[str, Any]] = []
+
+    def gpu_of(fault: str, entry: dict[str, Any]) -> int:
+        index = int(entry["gpu"])
+        if index >= len(gpus):
+            raise ProfileError(f"{node}: faults.{fault}.gpu {index} is not one of the node's "
+                               f"{len(gpus)} GPUs (nvidia-smi indices 0-{len(gpus) - 1})")
+        return index
+
+    for entry in _run_fault_entries(faults.get("gpu_hot") or []):
+        out.append({"kind": "gpu_hot", "gpu": gpu_of("gpu_hot", entry), "after_s": float(entry.get("after_s", 0)),
+                    "temperature_c": float(entry["temperature_c"]),
+                    "memory_temperature_c": float(entry.get("memory_temperature_c",
+                                                            float(entry["temperature_c"]) + 6)),
+                    "sm_clock_mhz": entry.get("sm_clock_mhz")})
+    for entry in _run_fault_entries(faults.get("gpu_throttle") or []):
+        index = gpu_of("gpu_throttle", entry)
+        out.append({"kind": "gpu_throttle", "gpu": index, "after_s": float(entry.get("after_s", 0)),
+                    "reason": entry["reason"], "mask": THROTTLE_REASONS[entry["reason"]],
+                    "sm_clock_mhz": int(entry.get("sm_clock_mhz", gpus[index]["max_sm_clock_mhz"] // 2))})
+    xids = _run_fault_entries(faults.get("xid_during_run") or [])
+    for entry in xids:
+        index = gpu_of("xid_during_run", entry)
+        code = int(entry.get("code", 79))
+        # the driver prints the bus in lower-case hex (corpus: kernel-xid, "PCI:0000:9b:00")
+        lines = [_xid_message({"code": code, "gpu": index, "message": entry.get("message")}, gpus, lower=True)]
+        if code == 79:  # the driver's second line for a GPU that fell off the bus (corpus: kernel-xid)
+            lines.append(f"NVRM: GPU {gpus[index]['pci_bus_id'][4:].lower()}: GPU has fallen off the bus.")
+        out.append({"kind": "xid", "gpu": index, "after_s": float(entry.get("after_s", 0)), "code": code,
+                    "lines": lines})
+    return {"kern_log": KERN_LOG if (past_xid or xids) else None, "faults": out}
+
+
 def _xid_line(entry: Any, gpus: list[dict[str, Any]], position: int) -> str:
     """A kernel log line exactly as the NVIDIA driver prints an Xid (``NVRM: Xid (PCI:…): 79, …``)."""
     if isinstance(entry, str) and "NVRM" in entry:
         return entry
+    return f"[{1234.5 + 60 * position:12.6f}] {_xid_message(entry, gpus)}"
+
+
+def _xid_message(entry: Any, gpus: list[dict[str, Any]], lower: bool = False) -> str:
+    """The driver's ``NVRM: Xid (PCI:0000:BB:00): <code>, <message>`` text, without the ring-buffer time."""
     if isinstance(entry, dict):
         code, gpu, text = int(entry.get("code", 79)), int(entry.get("gpu", 0)), entry.get("message")
     else:
         code, gpu, text = int(entry), 0, None
     bus = gpus[gpu]["pci_bus"] if gpu < len(gpus) else "18"
+    bus = bus.lower() if lower else bus
     message = text or {
         79: "pid=1824, name=python, GPU has fallen off the bus.",
         48: "pid=1824, name=python, An uncorrectable double bit error (DBE) has been detected on GPU.",
@@ -347,7 +459,7 @@ def _xid_line(entry: Any, gpus: list[dict[str, Any]], position: int) -> str:
         13: "pid=1824, name=python, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address",
         31: "pid=1824, name=python, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0",
     }.get(code, "pid=1824, name=python, Graphics Exception")
-    return f"[{1234.5 + 60 * position:12.6f}] NVRM: Xid (PCI:0000:{bus}:00): {code}, {message}"
+    return f"NVRM: Xid (PCI:0000:{bus}:00): {code}, {message}"
 
 
 def node_names(count: int) -> list[str]:
