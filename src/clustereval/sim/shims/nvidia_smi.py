@@ -10,7 +10,10 @@ up`` and prints what the real tool prints for that driver branch:
 * ``-q``: the ``==============NVSMI LOG==============`` text report (535/550 field set);
 * ``-q -x``: XML, ``nvsmi_device_v12.dtd`` with 4-space indentation for drivers < 560, the tab-indented
   ``nvsmi_device_v13.dtd`` form for newer ones;
-* ``--query-gpu=FIELDS --format=csv[,noheader][,nounits]``, ``-L``, ``-i INDEX`` selection.
+* ``--query-gpu=FIELDS --format=csv[,noheader][,nounits]``, ``-L``, ``-i INDEX`` selection;
+* loop mode, ``-l [SEC]`` / ``--loop=SEC`` / ``-lms MS`` / ``--loop-ms=MS`` with any of the above but ``-L``:
+  one process sampling until killed, values evolving with the profile's faults during a run (``gpu_hot``,
+  ``gpu_throttle``, ``xid_during_run``); see "loop mode" below, also for its test-only environment knobs.
 
 Node faults from the profile: ``nvidia_smi: truncated`` cuts ``-q -x`` mid-document, ``garbage`` prints
 binary noise, ``missing`` behaves like an absent binary (exit 127).
@@ -19,10 +22,46 @@ binary noise, ``missing`` behaves like an absent binary (exit 127).
 import json
 import os
 import random
+import signal
 import sys
 import time
 
 XML_TRUNCATE_FRACTION = 0.45
+
+# NVML clock event reason bits (nvml.h: nvmlClocksEventReason* / the older nvmlClocksThrottleReason* names).
+REASON_GPU_IDLE = 0x1
+REASON_APPLICATIONS_CLOCKS_SETTING = 0x2
+REASON_SW_POWER_CAP = 0x4
+REASON_HW_SLOWDOWN = 0x8
+REASON_SYNC_BOOST = 0x10
+REASON_SW_THERMAL_SLOWDOWN = 0x20
+REASON_HW_THERMAL_SLOWDOWN = 0x40
+REASON_HW_POWER_BRAKE_SLOWDOWN = 0x80
+REASON_DISPLAY_CLOCK_SETTING = 0x100
+# --query-gpu fields, one per reason (``clocks_event_reasons.<name>``, legacy ``clocks_throttle_reasons.<name>``):
+# nvidia-smi --help-query-gpu lists these eight (no query field for the display clock reason).
+REASON_FIELDS = {
+    "gpu_idle": REASON_GPU_IDLE,
+    "applications_clocks_setting": REASON_APPLICATIONS_CLOCKS_SETTING,
+    "sw_power_cap": REASON_SW_POWER_CAP,
+    "hw_slowdown": REASON_HW_SLOWDOWN,
+    "hw_thermal_slowdown": REASON_HW_THERMAL_SLOWDOWN,
+    "hw_power_brake_slowdown": REASON_HW_POWER_BRAKE_SLOWDOWN,
+    "sw_thermal_slowdown": REASON_SW_THERMAL_SLOWDOWN,
+    "sync_boost": REASON_SYNC_BOOST,
+}
+# Unverified: the mask clocks_event_reasons.supported prints on HGX H100/H200 (every reason -q lists).
+REASONS_SUPPORTED = 0x1FF
+
+# Temperatures in the -q report are T.Limit margins (Hopper, R535+): the GPU's "max operating" temperature
+# (T.Limit 0) sits at TLIMIT_TEMP_C, the HW slowdown 2 C above it, the shutdown 8 C above it (the three
+# thresholds every -q capture of H100/H200 in the corpus prints; the 87 C origin matches the H200 capture).
+TLIMIT_TEMP_C = 87
+SLOWDOWN_TLIMIT_C = -2
+SHUTDOWN_TLIMIT_C = -8
+# HBM3 maximum operating temperature (best knowledge: the HBM3 stacks' 95 C; the -q report prints only
+# the margin "Memory Max Operating T.Limit Temp: 0 C").
+MEMORY_MAX_OPERATING_C = 95
 
 
 def load_node():
@@ -64,6 +103,11 @@ def gpu_tree(gpu, node):
         ("dram_correctable", "DRAM Correctable", "0"),
         ("dram_uncorrectable", "DRAM Uncorrectable", str(gpu["ecc_uncorrected_volatile"])),
     ]
+    reasons = gpu.get("clocks_event_reasons", 0)
+
+    def active(bit):
+        return "Active" if reasons & bit else "Not Active"
+
     sm, mem_clk = "%d MHz" % gpu["sm_clock_mhz"], "%d MHz" % gpu["mem_clock_mhz"]
     max_sm, max_mem = "%d MHz" % gpu["max_sm_clock_mhz"], "%d MHz" % gpu["max_mem_clock_mhz"]
     return [
@@ -185,19 +229,31 @@ def gpu_tree(gpu, node):
             "clocks_event_reasons",
             "Clocks Event Reasons",
             [
-                ("clocks_event_reason_gpu_idle", "Idle", "Not Active"),
+                ("clocks_event_reason_gpu_idle", "Idle", active(REASON_GPU_IDLE)),
                 (
                     "clocks_event_reason_applications_clocks_setting",
                     "Applications Clocks Setting",
-                    "Not Active",
+                    active(REASON_APPLICATIONS_CLOCKS_SETTING),
                 ),
-                ("clocks_event_reason_sw_power_cap", "SW Power Cap", "Not Active"),
-                ("clocks_event_reason_hw_slowdown", "HW Slowdown", "Not Active"),
-                ("clocks_event_reason_hw_thermal_slowdown", "    HW Thermal Slowdown", "Not Active"),
-                ("clocks_event_reason_hw_power_brake_slowdown", "    HW Power Brake Slowdown", "Not Active"),
-                ("clocks_event_reason_sync_boost", "Sync Boost", "Not Active"),
-                ("clocks_event_reason_sw_thermal_slowdown", "SW Thermal Slowdown", "Not Active"),
-                ("clocks_event_reason_display_clocks_setting", "Display Clock Setting", "Not Active"),
+                ("clocks_event_reason_sw_power_cap", "SW Power Cap", active(REASON_SW_POWER_CAP)),
+                ("clocks_event_reason_hw_slowdown", "HW Slowdown", active(REASON_HW_SLOWDOWN)),
+                (
+                    "clocks_event_reason_hw_thermal_slowdown",
+                    "    HW Thermal Slowdown",
+                    active(REASON_HW_THERMAL_SLOWDOWN),
+                ),
+                (
+                    "clocks_event_reason_hw_power_brake_slowdown",
+                    "    HW Power Brake Slowdown",
+                    active(REASON_HW_POWER_BRAKE_SLOWDOWN),
+                ),
+                ("clocks_event_reason_sync_boost", "Sync Boost", active(REASON_SYNC_BOOST)),
+                ("clocks_event_reason_sw_thermal_slowdown", "SW Thermal Slowdown", active(REASON_SW_THERMAL_SLOWDOWN)),
+                (
+                    "clocks_event_reason_display_clocks_setting",
+                    "Display Clock Setting",
+                    active(REASON_DISPLAY_CLOCK_SETTING),
+                ),
             ],
         ),
         ("sparse_operation_mode", "Sparse Operation Mode", "Disabled"),
@@ -330,9 +386,9 @@ def gpu_tree(gpu, node):
             "Temperature",
             [
                 ("gpu_temp", "GPU Current Temp", "%d C" % gpu["temperature_c"]),
-                ("gpu_temp_tlimit", "GPU T.Limit Temp", "%d C" % (87 - gpu["temperature_c"])),
-                ("gpu_temp_max_tlimit_threshold", "GPU Shutdown T.Limit Temp", "-8 C"),
-                ("gpu_temp_slow_tlimit_threshold", "GPU Slowdown T.Limit Temp", "-2 C"),
+                ("gpu_temp_tlimit", "GPU T.Limit Temp", "%d C" % (TLIMIT_TEMP_C - gpu["temperature_c"])),
+                ("gpu_temp_max_tlimit_threshold", "GPU Shutdown T.Limit Temp", "%d C" % SHUTDOWN_TLIMIT_C),
+                ("gpu_temp_slow_tlimit_threshold", "GPU Slowdown T.Limit Temp", "%d C" % SLOWDOWN_TLIMIT_C),
                 ("gpu_temp_max_gpu_tlimit_threshold", "GPU Max Operating T.Limit Temp", "0 C"),
                 ("gpu_target_temperature", "GPU Target Temperature", na),
                 ("memory_temp", "Memory Current Temp", "%d C" % gpu["memory_temperature_c"]),
@@ -433,15 +489,48 @@ def gpu_tree(gpu, node):
 
 # --------------------------------------------------------------------------------------------- renderers
 
+# What -q / -q -x print for a GPU that fell off the bus (Xid 79) while a loop runs: NVML answers
+# NVML_ERROR_GPU_IS_LOST for everything it must read from the device; the static facts the driver holds
+# (names, ids, bus) stay. Unverified (no capture of a lost GPU in the corpus): "Unknown Error" as the
+# value of each such entry.
+GPU_LOST_Q = "Unknown Error"
+LOST_SECTIONS = ("clocks_event_reasons/", "utilization/", "clocks/", "voltage/")
+LOST_ENTRIES = {"performance_state", "fb_memory_usage/used", "fb_memory_usage/free", "temperature/gpu_temp",
+                "temperature/gpu_temp_tlimit", "temperature/memory_temp", "gpu_power_readings/power_draw",
+                "gpu_power_readings/power_state", "module_power_readings/power_state"}
 
-def render_q(node, gpus):
+
+def lost_tree(entries, prefix=""):
+    out = []
+    for tag, label, value in entries:
+        path = prefix + (tag or label or "")
+        if isinstance(value, list):
+            value = lost_tree(value, path + "/")
+        elif value is not None and (path in LOST_ENTRIES or prefix in LOST_SECTIONS):
+            value = GPU_LOST_Q
+        out.append((tag, label, value))
+    return out
+
+
+def tree_of(gpu, node):
+    tree = gpu_tree(gpu, node)
+    return lost_tree(tree) if gpu.get("lost") else tree
+
+
+
+def asctime(now):
+    """The report's timestamp line (``Mon Nov 30 00:20:00 2026``) at ``now`` (None: the real clock)."""
+    return time.asctime() if now is None else time.asctime(time.localtime(now))
+
+
+def render_q(node, gpus, now=None):
     """``nvidia-smi -q``: the NVSMI LOG text report, labels padded so every colon sits in column 43."""
     lines = ["", "==============NVSMI LOG==============", ""]
 
     def kv(indent, label, value):
         lines.append(("    " * indent + label).ljust(42) + ": " + value)
 
-    kv(0, "Timestamp", time.asctime())
+    kv(0, "Timestamp", asctime(now))
     kv(0, "Driver Version", node["driver_version"])
     kv(0, "CUDA Version", node["cuda_version"])
     lines.append("")
@@ -463,7 +552,7 @@ def render_q(node, gpus):
         if k:
             lines.append("")
         lines.append("GPU " + gpu["pci_bus_id"])
-        walk(gpu_tree(gpu, node), 1)
+        walk(tree_of(gpu, node), 1)
     return "\n".join(lines) + "\n\n"
 
 
@@ -471,7 +560,7 @@ def xml_escape(text):
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def render_xml(node, gpus):
+def render_xml(node, gpus, now=None):
     """``nvidia-smi -q -x``: DTD v12 layout (4 spaces) before driver 560, v13 layout (tabs) after."""
     v13 = driver_major(node) >= 560
     unit = "\t" if v13 else "    "
@@ -480,7 +569,7 @@ def render_xml(node, gpus):
         '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v%d.dtd">' % (13 if v13 else 12),
         "<nvidia_smi_log>",
     ]
-    out.append(unit + f"<timestamp>{time.asctime()}</timestamp>")
+    out.append(unit + f"<timestamp>{asctime(now)}</timestamp>")
     out.append(unit + "<driver_version>{}</driver_version>".format(node["driver_version"]))
     out.append(unit + "<cuda_version>{}</cuda_version>".format(node["cuda_version"]))
     out.append(unit + "<attached_gpus>%d</attached_gpus>" % len(gpus))
@@ -509,7 +598,7 @@ def render_xml(node, gpus):
 
     for gpu in gpus:
         out.append(unit + '<gpu id="{}">'.format(gpu["pci_bus_id"]))
-        walk(gpu_tree(gpu, node), 2)
+        walk(tree_of(gpu, node), 2)
         out.append(unit + "</gpu>")
     if v13:
         out.append("")
@@ -517,11 +606,11 @@ def render_xml(node, gpus):
     return "\n".join(out) + "\n"
 
 
-def render_table(node, gpus):
+def render_table(node, gpus, now=None):
     """Default ``nvidia-smi`` output: the 89-column table with the timestamp line (drivers >= 535)."""
     rule = "+" + "-" * 41 + "+" + "-" * 24 + "+" + "-" * 22 + "+"
     lines = [
-        time.asctime(),
+        asctime(now),
         "+" + "-" * 89 + "+",
         "| NVIDIA-SMI {} Driver Version: {} CUDA Version: {} |".format(
             node["driver_version"].ljust(22), node["driver_version"].ljust(14), node["cuda_version"].ljust(8)
@@ -546,23 +635,24 @@ def render_table(node, gpus):
                 str(gpu["ecc_uncorrected_volatile"]).rjust(21) + " ",
             )
         )
+        lost = gpu.get("lost")  # unverified: the table's "ERR!" (as in its Fan column, corpus) for a lost GPU
         power = (
-            ("%dW" % round(gpu["power_draw_w"])).rjust(16)
+            ("ERR!" if lost else "%dW" % round(gpu["power_draw_w"])).rjust(16)
             + " / "
             + ("%dW" % gpu["power_limit_w"]).rjust(5)
             + " "
         )
         lines.append(
-            "| N/A  %3dC    %s%s|%s|%s|"
+            "| N/A  %4s    %s%s|%s|%s|"
             % (
-                gpu["temperature_c"],
+                "ERR!" if lost else "%3dC" % gpu["temperature_c"],
                 gpu["performance_state"].ljust(2),
                 power,
                 ("%dMiB" % gpu["memory_used_mib"]).rjust(11)
                 + " / "
                 + ("%dMiB" % gpu["memory_total_mib"]).rjust(9)
                 + " ",
-                ("%d%%" % gpu["utilization_pct"]).rjust(8) + "Default".rjust(13) + " ",
+                ("ERR!" if lost else "%d%%" % gpu["utilization_pct"]).rjust(8) + "Default".rjust(13) + " ",
             )
         )
         lines.append("|" + " " * 41 + "|" + " " * 24 + "|" + "Disabled".rjust(21) + " |")
@@ -602,15 +692,36 @@ ALIASES = {
     "clocks.max.gr": "clocks.max.graphics",
     "clocks.max.mem": "clocks.max.memory",
     "clocks_throttle_reasons.active": "clocks_event_reasons.active",
+    "clocks_throttle_reasons.supported": "clocks_event_reasons.supported",
+    # the R535 rename: the old names still query, the header prints the new one (corpus: h200-query-gpu-csv)
+    **{"clocks_throttle_reasons." + name: "clocks_event_reasons." + name for name in REASON_FIELDS},
     "pstate": "pstate",
     "enforced.power.limit": "enforced.power.limit",
     "ecc.errors.uncorrected.volatile.total": "ecc.errors.uncorrected.volatile.total",
 }
 
 
-def query_fields(node, gpu_count):
+def query_timestamp(now):
+    """``2026/11/30 00:19:14.021`` (local time, milliseconds truncated), as the corpus loop prints it."""
+    return time.strftime("%Y/%m/%d %H:%M:%S.", time.localtime(now)) + "%03d" % (now % 1 * 1000)
+
+
+def reason_state(bit):
+    return lambda g: "Active" if g.get("clocks_event_reasons", 0) & bit else "Not Active"
+
+
+# Fields that still print for a GPU lost mid-loop (what nvidia-smi holds without asking the device);
+# every other field prints GPU_LOST. Unverified (no capture of a lost GPU in the corpus): NVML's
+# NVML_ERROR_GPU_IS_LOST, printed the way nvidia-smi prints NVML errors in CSV ("[Not Supported]",
+# "[Unknown Error]"), and which identity fields stay readable.
+GPU_LOST = "[GPU is lost]"
+STATIC_FIELDS = {"timestamp", "driver_version", "count", "index", "name", "serial", "uuid", "pci.bus_id",
+                 "pci.device_id", "pci.sub_device_id", "vbios_version", "compute_cap", "inforom.img"}
+
+
+def query_fields(node, gpu_count, clock=time.time):
     return {
-        "timestamp": ("", lambda g: time.strftime("%Y/%m/%d %H:%M:%S.") + "%03d" % (time.time() % 1 * 1000)),
+        "timestamp": ("", lambda g: query_timestamp(clock())),
         "driver_version": ("", lambda g: node["driver_version"]),
         "count": ("", lambda g: str(gpu_count)),
         "index": ("", lambda g: str(g["index"])),
@@ -657,7 +768,9 @@ def query_fields(node, gpu_count):
         "clocks.max.graphics": (" [MHz]", lambda g: "%d MHz" % g["max_sm_clock_mhz"]),
         "clocks.max.sm": (" [MHz]", lambda g: "%d MHz" % g["max_sm_clock_mhz"]),
         "clocks.max.memory": (" [MHz]", lambda g: "%d MHz" % g["max_mem_clock_mhz"]),
-        "clocks_event_reasons.active": ("", lambda g: "0x0000000000000000"),
+        "clocks_event_reasons.active": ("", lambda g: "0x%016x" % g.get("clocks_event_reasons", 0)),
+        "clocks_event_reasons.supported": ("", lambda g: "0x%016x" % REASONS_SUPPORTED),
+        **{"clocks_event_reasons." + name: ("", reason_state(bit)) for name, bit in REASON_FIELDS.items()},
         "ecc.mode.current": ("", lambda g: "Enabled"),
         "ecc.errors.corrected.volatile.total": ("", lambda g: "0"),
         "ecc.errors.uncorrected.volatile.total": ("", lambda g: str(g["ecc_uncorrected_volatile"])),
@@ -679,31 +792,273 @@ def strip_unit(value):
     return value
 
 
-def render_query(node, gpus, fields_arg, format_arg):
-    """``--query-gpu=...``: headers are the canonical field names plus their unit, as nvidia-smi prints."""
+def compile_query(node, gpus, fields_arg, format_arg, clock=time.time):
+    """Resolve ``--query-gpu`` fields once: ``((header line or None, gpu -> row line), 0)``, or
+    ``(error text or None, exit status)`` for a bad format (message on stderr) or an unknown field."""
     options = [o.strip() for o in format_arg.split(",")]
     if options[0] != "csv" or any(o not in ("csv", "noheader", "nounits") for o in options):
         sys.stderr.write(f'"{format_arg}" is not a valid format option.\n')
         return None, 2
-    table = query_fields(node, len(gpus))
+    table = query_fields(node, len(gpus), clock)
     requested = [f.strip() for f in fields_arg.split(",") if f.strip()]
     resolved = []
     for field in requested:
         canonical = ALIASES.get(field, field)
-        if canonical.startswith("clocks_event_reasons.") and canonical != "clocks_event_reasons.active":
-            table[canonical] = ("", lambda g: "Not Active")
         if canonical not in table:
             return f'Field "{field}" is not a valid field to query.\n\n', 2
         resolved.append(canonical)
-    lines = []
-    if "noheader" not in options:
-        lines.append(", ".join(name + table[name][0] for name in resolved))
-    for gpu in gpus:
-        values = [table[name][1](gpu) for name in resolved]
-        if "nounits" in options:
+    header = None if "noheader" in options else ", ".join(name + table[name][0] for name in resolved)
+    getters = [(name in STATIC_FIELDS, table[name][1]) for name in resolved]
+    nounits = "nounits" in options
+
+    def row(gpu):
+        if gpu.get("lost"):
+            values = [get(gpu) if static else GPU_LOST for static, get in getters]
+        else:
+            values = [get(gpu) for _, get in getters]
+        if nounits:
             values = [strip_unit(v) for v in values]
-        lines.append(", ".join(values))
+        return ", ".join(values)
+
+    return (header, row), 0
+
+
+def render_query(node, gpus, fields_arg, format_arg):
+    """``--query-gpu=...``: headers are the canonical field names plus their unit, as nvidia-smi prints."""
+    compiled, rc = compile_query(node, gpus, fields_arg, format_arg)
+    if rc:
+        return compiled, rc
+    header, row = compiled
+    lines = [] if header is None else [header]
+    lines += [row(gpu) for gpu in gpus]
     return "\n".join(lines) + "\n", 0
+
+
+# --------------------------------------------------------------------------------------------- loop mode
+#
+# ``-l [SEC]`` / ``--loop=SEC`` and ``-lms MS`` / ``--loop-ms=MS`` with ``--query-gpu`` (header once, then one
+# row per selected GPU each interval), ``-q`` / ``-q -x`` (the whole report each interval) or the default
+# table: one process for the whole loop, each sample written with one write(2) as soon as it is taken,
+# sleeping the interval after each sample (so timestamps drift by the sampling time, as in the corpus
+# capture: +1.000 to +1.001 s per -lms 1000 sample). Runs until killed: SIGINT, SIGTERM, SIGHUP and SIGPIPE
+# keep their default action (the process ends at once, nothing printed, status 128+signal in a shell).
+# Unverified: whether nvidia-smi catches Ctrl-C to exit 0 instead, and whether it prints NVML Xid events
+# between samples (its man page says -l does on Linux without -x; no capture shows the layout).
+#
+# What a loop sees evolves from node.json (single-shot calls keep printing node.json as it is, which is
+# what the audit reads):
+#
+# * idle readings with a small jitter, deterministic per node, GPU and sample: temperature +-1 C now and
+#   then, power +-0.15 W; the first two samples draw more power (x1.55, x1.03) and an idle-clocked GPU
+#   (GpuIdle) shows a higher SM clock in the first one, as the GPU wakes up (the corpus capture: 123.85 W
+#   and 480 MHz, then 81.12 W, then 78.7 W at 345 MHz);
+# * clock event reasons from the temperature: above the max operating temperature (T.Limit < 0, or HBM
+#   above MEMORY_MAX_OPERATING_C) SwThermalSlowdown, at the slowdown margin (T.Limit <= -2)
+#   HwThermalSlowdown, each capping the SM clock (85 % of max, then half of max or the fault's clock);
+# * the node's ``telemetry.faults`` (profile faults ``gpu_hot``, ``gpu_throttle``, ``xid_during_run``), timed
+#   from the start of this process: a hot GPU's temperatures climb to their targets over RAMP_S seconds; a
+#   throttled GPU gets its reason bit and SM clock; an Xid is appended once, at its time, to ``/sim/kmsg``
+#   (what the Slurm health check reads) and to the node's own ``/var/log/kern.log`` in rsyslog's format
+#   (overlays/monitoring.py ``kern_log_line``), written only where that file is the node's overlay file
+#   inside its private mount namespace (node_kern_log), never the host's; after an Xid 79 the GPU is lost (GPU_LOST,
+#   GPU_LOST_Q, "ERR!"), after an Xid 48/94/95 its volatile uncorrected ECC count is one higher.
+#
+# Test-only knobs (environment): SIMNODE_TIME_SCALE=K runs the loop's clock K times faster than real time
+# (intervals, timestamps and fault times all on that clock); SIMNODE_KERN_LOG=PATH writes the kernel log
+# lines there instead (a temp file in unit tests).
+
+RAMP_S = 4.0
+WAKE_POWER = (1.55, 1.03)
+WAKE_SM_STEP_MHZ = 135
+DEFAULT_LOOP_S = 5.0
+
+
+def time_scale():
+    try:
+        scale = float(os.environ.get("SIMNODE_TIME_SCALE") or 1)
+    except ValueError:
+        return 1.0
+    return scale if scale > 0 else 1.0
+
+
+def clock_step(mhz):
+    """Hopper SM clocks move in 15 MHz steps."""
+    return int(mhz) // 15 * 15
+
+
+def rsyslog_stamp(now):
+    """``2026-11-30T00:20:00.123456+00:00``: RFC 3339 with microseconds, as Debian 12's rsyslog writes."""
+    local = time.localtime(now)
+    offset = time.strftime("%z", local)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", local) + ".%06d" % (now % 1 * 1e6) + offset[:3] + ":" + offset[3:]
+
+
+def kern_log_line(stamp, host, line):
+    """Same format as overlays/monitoring.py ``kern_log_line`` (this shim cannot import clustereval)."""
+    return f"{stamp} {host} kernel: {line}\n"
+
+
+def node_kern_log(configured, node_name):
+    """Where this loop may append kernel log lines: the test override, else the node's kern.log when it is
+    the node's own overlay file (the mount covering its directory is the simulated node's overlay: an
+    overlayfs whose upper directory, or a bind mount whose source, is ``.../nodes/<node>/overlay/<dir>``,
+    as overlays/__init__.py mounts it inside the node's mount namespace), else None: never the host's."""
+    override = os.environ.get("SIMNODE_KERN_LOG")
+    if override:
+        return override
+    if not configured:
+        return None
+    directory = os.path.dirname(configured)
+    own = "/nodes/%s/overlay%s" % (node_name, directory)
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            mounts = [line.rstrip("\n").split(" - ", 1) for line in fh]
+    except OSError:
+        return None
+    found = None
+    for entry in mounts:
+        fields = entry[0].split()
+        if len(fields) < 5 or len(entry) < 2:
+            continue
+        point = fields[4]
+        covers = point == "/" or configured == point or configured.startswith(point + "/")
+        if covers and (found is None or len(point) >= len(found[0])):  # the last mount on a point wins
+            found = (point, fields[3], entry[1].split())
+    if found is None or found[0] != directory:
+        return None
+    root, (fstype, _source, *options) = found[1], found[2]
+    upper = [o for o in ",".join(options).split(",") if o.startswith("upperdir=")]
+    if (fstype == "overlay" and upper and upper[0].endswith(own)) or root.endswith(own):
+        return configured
+    return None
+
+
+def append_lines(path, lines):
+    try:
+        with open(path, "a") as fh:
+            fh.write("".join(lines))
+    except OSError:
+        pass  # the driver's log line is not the tool's business: nvidia-smi itself never fails on it
+
+
+class Telemetry:
+    """The node's GPUs as one loop process samples them (see "loop mode" above)."""
+
+    def __init__(self, node, start, mono_start):
+        telemetry = node.get("telemetry") or {}
+        self.node, self.start, self.mono_start = node, start, mono_start
+        self.faults = telemetry.get("faults") or []
+        self.pending = sorted((f for f in self.faults if f["kind"] == "xid"), key=lambda f: f["after_s"])
+        self.kern_log = node_kern_log(telemetry.get("kern_log"), node.get("node"))
+        self.kmsg = os.path.join(os.environ.get("SIMNODE_ROOT") or "/sim", "kmsg")
+        self.lost, self.ecc_extra, self.rngs, self.samples = set(), {}, {}, 0
+
+    def next_event(self):
+        return self.start + self.pending[0]["after_s"] if self.pending else None
+
+    def fire(self, now):
+        """Write every Xid whose time has come (once each), at its own time."""
+        while self.pending and self.start + self.pending[0]["after_s"] <= now:
+            event = self.pending.pop(0)
+            at = self.start + event["after_s"]
+            # consecutive driver lines a few microseconds apart in the ring buffer
+            ring = ["[%12.6f] %s\n" % (self.mono_start + event["after_s"] + 4e-6 * k, text)
+                    for k, text in enumerate(event["lines"])]
+            append_lines(self.kmsg, ring)
+            if self.kern_log:
+                stamp = rsyslog_stamp(at)
+                append_lines(self.kern_log, [kern_log_line(stamp, self.node["node"], r[:-1]) for r in ring])
+            if event["code"] == 79:
+                self.lost.add(event["gpu"])
+            elif event["code"] in (48, 94, 95):
+                self.ecc_extra[event["gpu"]] = self.ecc_extra.get(event["gpu"], 0) + 1
+
+    def sample(self, gpus, now):
+        elapsed = now - self.start
+        states = [self.state(gpu, elapsed) for gpu in gpus]
+        self.samples += 1
+        return states
+
+    def state(self, gpu, elapsed):
+        index = gpu["index"]
+        rng = self.rngs.get(index)
+        if rng is None:
+            rng = self.rngs[index] = random.Random("%s/%s/%d" % (self.node.get("node"), gpu["uuid"], index))
+        r_temp, r_mem, r_power = rng.random(), rng.random(), rng.random()
+        g = dict(gpu)
+        n, mask, sm = self.samples, gpu.get("clocks_event_reasons", 0), gpu["sm_clock_mhz"]
+        temp = gpu["temperature_c"] + (1 if r_temp < 0.1 else 0)
+        mem_temp = gpu["memory_temperature_c"] + (1 if r_mem < 0.3 else 0)
+        power = gpu["power_draw_w"] * (WAKE_POWER[n] if n < len(WAKE_POWER) else 1.0) + (r_power - 0.5) * 0.3
+        if n == 0 and mask & REASON_GPU_IDLE:
+            sm = min(gpu["max_sm_clock_mhz"], sm + WAKE_SM_STEP_MHZ)
+        hot_clock, throttle_clock = None, None
+        for fault in self.faults:
+            if fault["gpu"] != index or elapsed < fault["after_s"]:
+                continue
+            if fault["kind"] == "gpu_hot":
+                progress = min(1.0, (elapsed - fault["after_s"]) / RAMP_S)
+                temp = max(temp, round(temp + (fault["temperature_c"] - temp) * progress))
+                mem_temp = max(mem_temp, round(mem_temp + (fault["memory_temperature_c"] - mem_temp) * progress))
+                hot_clock = fault.get("sm_clock_mhz") or hot_clock
+            elif fault["kind"] == "gpu_throttle":
+                mask |= fault["mask"]
+                clock = fault["sm_clock_mhz"]
+                throttle_clock = clock if throttle_clock is None else min(throttle_clock, clock)
+        if TLIMIT_TEMP_C - temp < 0 or mem_temp > MEMORY_MAX_OPERATING_C:
+            mask |= REASON_SW_THERMAL_SLOWDOWN
+            sm = min(sm, clock_step(gpu["max_sm_clock_mhz"] * 0.85))
+        if TLIMIT_TEMP_C - temp <= SLOWDOWN_TLIMIT_C:
+            mask |= REASON_HW_THERMAL_SLOWDOWN
+            sm = min(sm, hot_clock or clock_step(gpu["max_sm_clock_mhz"] / 2))
+        if throttle_clock is not None:
+            sm = throttle_clock
+        g.update(temperature_c=temp, memory_temperature_c=mem_temp, power_draw_w=power, sm_clock_mhz=sm,
+                 clocks_event_reasons=mask,
+                 ecc_uncorrected_volatile=gpu["ecc_uncorrected_volatile"] + self.ecc_extra.get(index, 0))
+        if index in self.lost:
+            g["lost"] = True
+        return g
+
+
+def write_all(data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view):]
+
+
+def run_loop(node, gpus, interval_s, render, header=None, make_render=None):
+    """Sample every ``interval_s`` seconds until killed. ``render(states, now)`` returns one sample's
+    text; ``make_render(clock)`` builds it when it needs the loop's clock first."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(signum, signal.SIG_DFL)
+    scale = time_scale()
+    mono_start, start = time.monotonic(), time.time()
+
+    def clock():
+        return start + (time.monotonic() - mono_start) * scale
+
+    if make_render is not None:
+        header, render = make_render(clock)
+    telemetry = Telemetry(node, start, mono_start)
+    sys.stdout.flush()
+    if header is not None:
+        write_all((header + "\n").encode())
+    while True:
+        now = clock()
+        telemetry.fire(now)
+        write_all(render(telemetry.sample(gpus, now), now).encode())
+        due = clock() + interval_s
+        while True:
+            now = clock()
+            event = telemetry.next_event()
+            target = due if event is None else min(due, event)
+            if target > now:
+                time.sleep((target - now) / scale)
+                now = clock()
+            telemetry.fire(now)
+            if now >= due:
+                break
 
 
 # --------------------------------------------------------------------------------------------- main
@@ -711,8 +1066,17 @@ def render_query(node, gpus, fields_arg, format_arg):
 USAGE_ERROR = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
 
 
+def loop_interval(value, unit_s):
+    """Seconds between samples for ``-l``/``-lms`` VALUE (a positive integer), or None when invalid."""
+    if value is None:
+        return DEFAULT_LOOP_S
+    if not value.isdigit() or int(value) <= 0:
+        return None
+    return int(value) * unit_s
+
+
 def parse_args(argv):
-    opts = {"q": False, "x": False, "L": False, "i": None, "query": None, "format": None, "d": None}
+    opts = {"q": False, "x": False, "L": False, "i": None, "query": None, "format": None, "d": None, "loop": None}
     k = 0
     while k < len(argv):
         arg = argv[k]
@@ -725,6 +1089,14 @@ def parse_args(argv):
             opts["x"] = True
         elif arg in ("-L", "--list-gpus"):
             opts["L"] = True
+        elif arg in ("-l", "--loop", "-lms", "--loop-ms"):
+            # the value is optional (man page: "-l [sec]", default 5 seconds)
+            if value is None and k + 1 < len(argv) and not argv[k + 1].startswith("-"):
+                k += 1
+                value = argv[k]
+            opts["loop"] = loop_interval(value, 0.001 if arg in ("-lms", "--loop-ms") else 1.0)
+            if opts["loop"] is None:
+                return None
         elif arg in ("-i", "--id", "--query-gpu", "--format", "-d", "--display"):
             if value is None:
                 k += 1
@@ -794,6 +1166,7 @@ def main(argv):
         noise = random.Random(node["node"]).randbytes(3000)
         sys.stdout.buffer.write(noise)
         return 0
+    loop = opts["loop"]
     if opts["query"] is not None:
         if opts["format"] is None:
             sys.stdout.write(
@@ -801,6 +1174,18 @@ def main(argv):
                 "'nvidia-smi -h' for help.\n"
             )
             return 2
+        if loop is not None:
+            checked, rc = compile_query(node, gpus, opts["query"], opts["format"])
+            if rc:
+                if checked:
+                    sys.stdout.write(checked)
+                return rc
+
+            def make_render(clock):
+                (header, row), _ = compile_query(node, gpus, opts["query"], opts["format"], clock)
+                return header, lambda states, now: "".join(row(g) + "\n" for g in states)
+
+            return run_loop(node, gpus, loop, None, make_render=make_render)
         text, rc = render_query(node, gpus, opts["query"], opts["format"])
         if text:
             sys.stdout.write(text)
@@ -809,20 +1194,28 @@ def main(argv):
         sys.stdout.write(render_list(gpus))
         return 0
     if opts["q"] and opts["x"]:
-        text = render_xml(node, gpus)
-        if mode == "truncated":
-            text = text[: int(len(text) * XML_TRUNCATE_FRACTION)]
-        sys.stdout.write(text)
+
+        def xml(states, now):
+            text = render_xml(node, states, now)
+            return text[: int(len(text) * XML_TRUNCATE_FRACTION)] if mode == "truncated" else text
+
+        if loop is not None:
+            return run_loop(node, gpus, loop, xml)
+        sys.stdout.write(xml(gpus, None))
         return 0
     if opts["x"]:
         sys.stdout.write(USAGE_ERROR)
         return 2
     if opts["q"]:
+        if loop is not None:
+            return run_loop(node, gpus, loop, lambda states, now: render_q(node, states, now))
         sys.stdout.write(render_q(node, gpus))
         return 0
     if not node["gpus"]:
         sys.stdout.write("No devices were found\n")
         return 6
+    if loop is not None:
+        return run_loop(node, gpus, loop, lambda states, now: render_table(node, states, now))
     sys.stdout.write(render_table(node, gpus))
     return 0
 
