@@ -279,7 +279,7 @@ class ActionModule(ActionBase):
         host_facts = facts_mod.hardware(self._vars.get("clustereval_facts") or {})
         return checks.Context(subject=self._host, options=dict(self._options), params=dict(self._variant),
                               facts=host_facts, host_facts={self._host: host_facts}, session=view,
-                              declared=frozenset())
+                              declared=frozenset(), extra_artifacts=view.recorder.artifacts())
 
     def _judge_live(self, view: sessions.SessionView, chunks: dict[str, dict[str, Any]]) -> None:
         live = [c for c in self._checks if catalogue.entry(c).get("judged") == "live"]

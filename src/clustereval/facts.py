@@ -35,6 +35,8 @@ HARDWARE_KEYS = {
     "nics": "RDMA ports as 'name class rate' (down ports say 'down')",
     "harness": "slurm, k8s or standalone",
 }
+# The probes the hardware facts come from: what a run that does not audit collects (roles/facts).
+HARDWARE_PROBES = ("nvidia_smi_q_x", "uname_r", "slurm_node", "fabric_rdma", "facts_host")
 _RATE = re.compile(r"(\d+(?:\.\d+)?)G$")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

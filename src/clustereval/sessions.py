@@ -207,10 +207,20 @@ class SessionView:
                 yield {key: typed(value) for key, value in row.items()}
 
     def stderr_tail(self, stream: str, lines: int = 5) -> list[str]:
-        path = self.recorder.raw_path(stream, "err")
+        """The last lines ``stream`` wrote to stderr."""
+        return self._tail(self.recorder.raw_path(stream, "err"), lines)
+
+    def output_tail(self, stream: str, lines: int = 5) -> list[str]:
+        """The last lines ``stream`` wrote to stdout (its error, when it failed before its first sample)."""
+        return self._tail(self.recorder.raw_path(stream, "out"), lines)
+
+    @staticmethod
+    def _tail(path: Path, lines: int) -> list[str]:
         if not path.exists():
             return []
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 65536))
+            text = fh.read().decode("utf-8", errors="replace")
         return [line[:300] for line in text.splitlines() if line.strip()][-lines:]
 
     def measured(self) -> dict[str, Any]:

@@ -340,9 +340,12 @@ def selection(check_ids: list[str], run_tags: list[str], skip_tags: list[str]) -
 
 
 def probes_for(check_ids: list[str]) -> set[str] | None:
-    """The probes the checks name plus every facts probe: what a node must run for them (select before
-    running). None when one of the checks names no probes at all: then everything is collected."""
-    names = set(fact_probes())
+    """The probes the checks name plus every facts probe and the hardware facts' probes: what a node must run
+    for them (select before running). None when one of the checks names no probes: then everything is
+    collected."""
+    from clustereval.facts import HARDWARE_PROBES
+
+    names = set(fact_probes()) | set(HARDWARE_PROBES)
     for check_id in check_ids:
         declared = catalogue.entry(check_id).get("probes")
         if declared is None:
