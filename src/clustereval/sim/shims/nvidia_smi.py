@@ -1005,14 +1005,14 @@ class Telemetry:
                 mask |= fault["mask"]
                 clock = fault["sm_clock_mhz"]
                 throttle_clock = clock if throttle_clock is None else min(throttle_clock, clock)
+        if throttle_clock is not None:
+            sm = throttle_clock  # held there, whatever the idle clock was
         if TLIMIT_TEMP_C - temp < 0 or mem_temp > MEMORY_MAX_OPERATING_C:
             mask |= REASON_SW_THERMAL_SLOWDOWN
             sm = min(sm, clock_step(gpu["max_sm_clock_mhz"] * 0.85))
         if TLIMIT_TEMP_C - temp <= SLOWDOWN_TLIMIT_C:
             mask |= REASON_HW_THERMAL_SLOWDOWN
             sm = min(sm, hot_clock or clock_step(gpu["max_sm_clock_mhz"] / 2))
-        if throttle_clock is not None:
-            sm = throttle_clock
         g.update(temperature_c=temp, memory_temperature_c=mem_temp, power_draw_w=power, sm_clock_mhz=sm,
                  clocks_event_reasons=mask,
                  ecc_uncorrected_volatile=gpu["ecc_uncorrected_volatile"] + self.ecc_extra.get(index, 0))
