@@ -14,7 +14,8 @@ author: clustereval developers
 EXAMPLES = r"""
 - name: Collect only the hardware facts
   clustereval.gpu.judge:
-    collect: "{{ query('clustereval.gpu.probes', 'audit', names=lookup('clustereval.gpu.fact_probes', wantlist=True)) }}"
+    collect: >-
+      {{ query('clustereval.gpu.probes', 'audit', names=lookup('clustereval.gpu.fact_probes', wantlist=True)) }}
     checks: []
 """
 

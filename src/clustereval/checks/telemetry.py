@@ -124,17 +124,18 @@ def _verdict(ctx: Context, index: int, status: str, summary: str, value: Any, un
                    measured=session.measured(), subject=_subject(ctx, index))
 
 
-@check("reliability.telemetry.temperature")
+@check("telemetry.gpu.temperature")
 def temperature(ctx: Context) -> list[Verdict]:
     gpus = _gpus_or_skip(ctx)
-    core, memory = _limit(ctx, "reliability.telemetry.temperature"), _limit(ctx, "reliability.telemetry.memory_temperature")
+    core = _limit(ctx, "telemetry.gpu.temperature")
+    memory = _limit(ctx, "telemetry.gpu.memory_temperature")
     verdicts = []
     for index, gpu in sorted(gpus.items()):
         stats = gpu["stats"]
         if "temperature.gpu" not in stats:
             verdicts.append(_verdict(ctx, index, "fail", f"GPU {index}: no temperature reading in "
-                                     f"{gpu['samples']} samples (the GPU stopped answering)", None, "°C", core.expected(),
-                                     {"samples": gpu["samples"], "unreadable": gpu["unreadable"]}))
+                                     f"{gpu['samples']} samples (the GPU stopped answering)", None, "°C",
+                                     core.expected(), {"samples": gpu["samples"], "unreadable": gpu["unreadable"]}))
             continue
         hottest = stats["temperature.gpu"]["max"]
         statuses = [baselines.grade(hottest, core)]
@@ -153,7 +154,7 @@ def temperature(ctx: Context) -> list[Verdict]:
     return verdicts
 
 
-@check("reliability.telemetry.throttle")
+@check("telemetry.gpu.throttle")
 def throttle(ctx: Context) -> list[Verdict]:
     gpus = _gpus_or_skip(ctx)
     interval = float(ctx.params.get("interval_ms") or 1000) / 1000.0
@@ -167,13 +168,14 @@ def throttle(ctx: Context) -> list[Verdict]:
         if faults:
             text = ", ".join(f"{r} in {n} of {gpu['samples']} samples" for r, n in faults.items())
             verdicts.append(_verdict(ctx, index, "fail", f"GPU {index} was slowed by hardware: {text}", seconds,
-                                     "s", {"max": 0, "unit": "s", "source": "any HW slowdown is a fault"}, evidence))
+                                     "s", {"max": 0, "unit": "s", "source": "any HW slowdown is a fault"},
+                                     evidence))
         elif notes:
             text = ", ".join(f"{r} in {n} of {gpu['samples']} samples" for r, n in notes.items())
             verdicts.append(_verdict(ctx, index, "warn", f"GPU {index} throttled for heat by the driver: {text}",
                                      round(sum(notes.values()) * interval, 1), "s",
-                                     {"max": 0, "unit": "s", "source": "SW thermal slowdown means cooling margin is gone"},
-                                     evidence))
+                                     {"max": 0, "unit": "s",
+                                      "source": "SW thermal slowdown means the cooling margin is gone"}, evidence))
         else:
             capped = reasons.get("sw_power_cap", 0)
             extra = f"; at its power cap in {capped} samples (normal under load)" if capped else ""
@@ -182,14 +184,15 @@ def throttle(ctx: Context) -> list[Verdict]:
     return verdicts
 
 
-@check("reliability.telemetry.clocks")
+@check("telemetry.gpu.clocks")
 def clocks(ctx: Context) -> list[Verdict]:
     """A GPU whose median SM clock drifts below its node's other GPUs over the same interval."""
     gpus = _gpus_or_skip(ctx)
-    medians = {i: g["stats"]["clocks.current.sm"]["median"] for i, g in gpus.items() if "clocks.current.sm" in g["stats"]}
+    medians = {i: g["stats"]["clocks.current.sm"]["median"] for i, g in gpus.items()
+               if "clocks.current.sm" in g["stats"]}
     if len(medians) < 2:
         raise Skip(f"a clock comparison needs two or more GPUs with SM clock readings; {len(medians)} had them")
-    limit = _limit(ctx, "reliability.telemetry.clocks")
+    limit = _limit(ctx, "telemetry.gpu.clocks")
     node_median = statistics.median(medians.values())
     verdicts = []
     for index, gpu in sorted(gpus.items()):
@@ -202,11 +205,12 @@ def clocks(ctx: Context) -> list[Verdict]:
                 f"{node_median:.0f} MHz")
         verdicts.append(_verdict(ctx, index, status, text, medians[index], "MHz",
                                  {**limit.expected(), "basis": "ratio to the node's median GPU"},
-                                 {"sm_clock": gpu["stats"]["clocks.current.sm"], "ratio_to_node_median": round(ratio, 3)}))
+                                 {"sm_clock": gpu["stats"]["clocks.current.sm"],
+                                  "ratio_to_node_median": round(ratio, 3)}))
     return verdicts
 
 
-@check("reliability.telemetry.power")
+@check("telemetry.gpu.power")
 def power(ctx: Context) -> list[Verdict]:
     """Power readings present, never above the enforced limit, and the same limit on every GPU of the node."""
     gpus = _gpus_or_skip(ctx)
@@ -216,8 +220,8 @@ def power(ctx: Context) -> list[Verdict]:
     for index, gpu in sorted(gpus.items()):
         stats = gpu["stats"]
         if "power.draw" not in stats:
-            verdicts.append(_verdict(ctx, index, "fail", f"GPU {index}: no power reading in {gpu['samples']} samples",
-                                     None, "W", None, {"samples": gpu["samples"]}))
+            verdicts.append(_verdict(ctx, index, "fail", f"GPU {index}: no power reading in "
+                                     f"{gpu['samples']} samples", None, "W", None, {"samples": gpu["samples"]}))
             continue
         peak, cap = stats["power.draw"]["max"], limits.get(index)
         evidence = {"power": stats["power.draw"], "limit_w": cap, "node_limit_w": common}
@@ -232,7 +236,7 @@ def power(ctx: Context) -> list[Verdict]:
     return verdicts
 
 
-@check("reliability.telemetry.ecc")
+@check("telemetry.gpu.ecc")
 def ecc(ctx: Context) -> list[Verdict]:
     gpus = _gpus_or_skip(ctx)
     verdicts = []
@@ -245,7 +249,8 @@ def ecc(ctx: Context) -> list[Verdict]:
             continue
         evidence = {"growth": growth, "first": gpu["ecc_first"], "last": gpu["ecc_last"]}
         if growth.get("uncorrected", 0) > 0:
-            status, text = "fail", f"GPU {index}: {growth['uncorrected']:g} uncorrectable ECC errors during the session"
+            status = "fail"
+            text = f"GPU {index}: {growth['uncorrected']:g} uncorrectable ECC errors during the session"
         elif growth.get("corrected", 0) > 0:
             status, text = "warn", f"GPU {index}: {growth['corrected']:g} corrected ECC errors during the session"
         else:
@@ -265,20 +270,24 @@ def _xid_events(ctx: Context, rows: list[dict[str, Any]]) -> dict[tuple, dict[st
     return out
 
 
-@check("reliability.telemetry.xid")
+# What an Xid's catalogue severity makes of it while the GPU is watched (parsers/data/xid_catalogue.yml).
+XID_STATUS = {"critical": "fail", "major": "fail", "minor": "warn", "info": "pass"}
+
+
+@check("telemetry.kernel.xid")
 def xid(ctx: Context) -> list[Verdict] | None:
-    """An Xid while the GPUs were watched: judged at the poll that brings it (live), and at the end per GPU."""
+    """An Xid while the GPUs were watched: judged at the poll that brings it (live), and at the end per GPU.
+    Its status follows the Xid catalogue's severity (critical and major fail, minor warns, info passes)."""
     session = _session(ctx)
-    rows = list(session.chunk(KERNEL_STREAM).get("events") or []) if not session.final else list(
-        session.rows(KERNEL_STREAM))
+    rows = list(session.rows(KERNEL_STREAM)) if session.final else list(
+        session.chunk(KERNEL_STREAM).get("events") or [])
     events = _xid_events(ctx, rows)
+    if not session.final and not events:
+        return None  # nothing new this poll: nothing to record yet
     gpus = per_gpu(ctx)
     by_bus = {_bus(g.get("pci")): i for i, g in gpus.items()}
-    if not session.final:
-        if not events:
-            return None  # nothing new this poll: nothing to record yet
     found: dict[Any, list[dict[str, Any]]] = defaultdict(list)
-    for (bus, code, _), row in events.items():
+    for (bus, _code, _message), row in events.items():
         found[by_bus.get(bus, f"pci:{bus}")].append(row)
     verdicts = []
     targets = sorted(set(gpus) | set(found), key=str) if session.final else sorted(found, key=str)
@@ -291,20 +300,20 @@ def xid(ctx: Context) -> list[Verdict] | None:
             continue
         codes = sorted({int(r["code"]) for r in seen})
         infos = {c: kernel_xid.xid_info(c) or {} for c in codes}
-        names = ", ".join(f"Xid {c} ({(infos[c].get('name') or 'unknown')})" for c in codes)
+        status = worst([XID_STATUS.get(str(infos[c].get("severity") or "critical"), "fail") for c in codes])
+        names = ", ".join(f"Xid {c} ({(infos[c].get('name') or 'not in the catalogue')})" for c in codes)
         events_out = [{"at": r.get("timestamp"), "event": "xid", "code": int(r["code"]),
                        "message": str(r.get("message"))[:200]} for r in seen]
-        measured = {**session.measured(), "events": events_out}
-        verdicts.append(Verdict("fail", f"GPU {index}: {names} while the GPU was watched: "
+        verdicts.append(Verdict(status, f"GPU {index}: {names} while the GPU was watched: "
                                 f"{str(seen[0].get('message'))[:160]}", len(seen), "events",
-                                {"max": 0, "unit": "events", "source": "any Xid under observation"},
+                                {"max": 0, "unit": "events", "source": "parsers/data/xid_catalogue.yml severity"},
                                 {"codes": codes, "catalogue": infos},
                                 series=[r for r in session.recorder.series_refs() if r.get("stream") == KERNEL_STREAM],
-                                measured=measured, subject=subject))
+                                measured={**session.measured(), "events": events_out}, subject=subject))
     return verdicts
 
 
-@check("reliability.telemetry.samples")
+@check("telemetry.sampler.samples")
 def samples(ctx: Context) -> Verdict:
     """The sampler itself: how many samples came, the gaps between them and how the session ended."""
     session = _session(ctx)
@@ -327,6 +336,12 @@ def samples(ctx: Context) -> Verdict:
                        f"{stats[GPU_STREAM]['last_parse_error']}", count, "samples", None, evidence,
                        series=session.recorder.series_refs(), measured=measured)
     per = {i: g["samples"] for i, g in gpus.items()}
+    lost = {i: g["unreadable"] for i, g in gpus.items() if g["unreadable"]}
+    if lost:
+        evidence["unreadable_samples"] = lost
+        return Verdict("warn", f"{count} samples of {len(gpus)} GPUs; GPU(s) {', '.join(map(str, lost))} stopped "
+                       f"giving readings ({', '.join(f'{n} samples' for n in lost.values())} without values)",
+                       count, "samples", None, evidence, series=session.recorder.series_refs(), measured=measured)
     return Verdict("pass", f"{count} samples of {len(gpus)} GPUs ({min(per.values())}–{max(per.values())} each) "
                    f"over the session ({session.end_reason or 'ended'})", count, "samples", None, evidence,
                    series=session.recorder.series_refs(), measured=measured)

@@ -21,8 +21,8 @@ REPORT_MD = "report.md"
 JUNIT_XML = "junit.xml"
 REPORT_HTML = "report.html"
 
-# Worst first: a reader scanning a report meets the problems before the passes.
-STATUS_ORDER = {"fail": 0, "error": 1, "warn": 2, "skip": 3, "pass": 4}
+# Worst first: a reader scanning a report meets the problems before the passes (one order, results.Status).
+STATUS_ORDER = {status: -results_mod.rank(status) for status in results_mod.Status}
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
 
@@ -92,16 +92,68 @@ def check_title(check: str, catalogue: dict[str, Any] | None, result: dict[str, 
 
 
 def group_by_check(results: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """Results grouped per check, the check with the worst status first, subjects worst first."""
+    """Results grouped per check, the check with the worst status first, subjects (and variants) worst first."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for result in results:
         groups.setdefault(str(result.get("check")), []).append(result)
     ordered = []
     for check, members in groups.items():
-        members.sort(key=lambda r: (STATUS_ORDER.get(r.get("status"), 1), str(r.get("subject"))))
+        members.sort(key=lambda r: (results_mod.worst_first(r.get("status")), str(r.get("subject")),
+                                    results_mod.params_key(r.get("params"))))
         ordered.append((check, members))
-    ordered.sort(key=lambda item: (STATUS_ORDER.get(item[1][0].get("status"), 1), item[0]))
+    ordered.sort(key=lambda item: (results_mod.worst_first(item[1][0].get("status")), item[0]))
     return ordered
+
+
+def group_by_host(results: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Results per host they name (a host, its GPUs, the pairs and sets it is in), hosts in name order;
+    a result about a pair appears under both hosts."""
+    hosts: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        for host in results_mod.subject_hosts(result.get("subject")):
+            hosts.setdefault(host, []).append(result)
+    return sorted(hosts.items())
+
+
+def subject_label(result: dict[str, Any]) -> str:
+    """The subject, with the variant's params when it has any: ``node1->node2 · streams=4``."""
+    label = one_line(result.get("subject"))
+    variant = results_mod.params_label(result.get("params"))
+    return f"{label} · {one_line(variant)}" if variant else label
+
+
+def series_links(result: dict[str, Any], run_dir: Path) -> list[tuple[str, bool]]:
+    """Series files of a result as (path relative to the run dir, exists)."""
+    out = []
+    for ref in result.get("series") or []:
+        if isinstance(ref, dict) and ref.get("path"):
+            out.append((clean_text(ref["path"]), (run_dir / str(ref["path"])).exists()))
+    return list(dict.fromkeys(out))
+
+
+def measured_text(result: dict[str, Any]) -> str:
+    """When the measured thing ran and what happened: 'started → ended; 2 events; interrupted: ...'."""
+    measured = result.get("measured")
+    if not isinstance(measured, dict):
+        return ""
+    parts = [f"{measured.get('started') or '?'} → {measured.get('ended') or 'not ended'}"]
+    events = measured.get("events") or []
+    if events:
+        parts.append(", ".join(f"{e.get('event')} at {e.get('at')}" for e in events[:3] if isinstance(e, dict))
+                     + (f" +{len(events) - 3} more" if len(events) > 3 else ""))
+    if measured.get("interrupted"):
+        parts.append(f"interrupted: {measured['interrupted']}")
+    return one_line("; ".join(parts))
+
+
+def run_state(view: dict[str, Any]) -> str | None:
+    """Why the run is incomplete (interrupted, or not ended), or None for a run that finished."""
+    run = view["run"]
+    if run.get("interrupted"):
+        return f"interrupted — {run['interrupted']}"
+    if run and not run.get("ended"):
+        return "not finished (interrupted without a word, or still running)"
+    return None
 
 
 def anchor(check: str) -> str:
@@ -200,8 +252,13 @@ __all__ = [
     "format_expected",
     "format_value",
     "group_by_check",
+    "group_by_host",
     "hosts_summary",
+    "measured_text",
     "one_line",
     "render_all",
+    "run_state",
+    "series_links",
+    "subject_label",
     "summary_line",
 ]

@@ -19,7 +19,12 @@ from clustereval.report import (
     format_expected,
     format_value,
     group_by_check,
+    group_by_host,
     hosts_summary,
+    measured_text,
+    run_state,
+    series_links,
+    subject_label,
 )
 
 _CSS = """
@@ -43,10 +48,12 @@ def _status(status: Any) -> str:
 
 
 def _artifacts(result: dict[str, Any], run_dir: Path) -> str:
+    marked = [(p, ok, "") for p, ok in artifact_links(result, run_dir)]
+    marked += [(p, ok, "series: ") for p, ok in series_links(result, run_dir)]
     links = [
-        f'<a href="{escape(path, quote=True)}">{esc(path)}</a>'
+        f'{prefix}<a href="{escape(path, quote=True)}">{esc(path)}</a>'
         + ("" if ok else ' <span class="missing">(missing)</span>')
-        for path, ok in artifact_links(result, run_dir)
+        for path, ok, prefix in marked
     ]
     return "<br>".join(links) or "—"
 
@@ -82,6 +89,10 @@ def _header(view: dict[str, Any]) -> str:
         f"<p>{score_text} · before caps: {esc(score.get('tier_before_caps') or 'unrated')}</p>",
         _table(["", ""], rows),
     ]
+    state = run_state(view)
+    if state:
+        out.append(f'<div class="alert"><strong>This run is incomplete: {esc(state)}.</strong> Every result and '
+                   "sample recorded before is kept below; checks that never ran have no result.</div>")
     if view["warnings"]:
         items = "".join(f"<li>{esc(w)}</li>" for w in view["warnings"])
         out.append(
@@ -129,17 +140,17 @@ def _why(view: dict[str, Any]) -> str:
     out = ["<h2>Why this tier</h2>", "<ul>" + "".join(items) + "</ul>"]
     movers = score.get("movers") or []
     if movers:
-        by_key = {(r.get("check"), r.get("subject")): r for r in view["results"]}
+        by_key = {results_mod.identity(r): r for r in view["results"]}
         rows = [
             [
                 f'<a href="#{anchor(m["check"])}"><code>{esc(m["check"])}</code></a>',
-                esc(m["subject"]),
+                esc(subject_label(m)),
                 _status(m["status"]),
                 esc(m["severity"]),
                 f"{m['points_lost']:.2f}",
                 esc(", ".join(m.get("caps") or [])) or "—",
                 esc(m.get("summary")),
-                _artifacts(by_key.get((m["check"], m["subject"]), m), view["run_dir"]),
+                _artifacts(by_key.get(results_mod.identity(m), m), view["run_dir"]),
             ]
             for m in movers
         ]
@@ -176,13 +187,15 @@ def _checks(view: dict[str, Any]) -> str:
     for check, members in group_by_check(view["results"]):
         first = members[0]
         entry = (catalogue or {}).get(check) or {}
+        timed = any(r.get("measured") for r in members)
         rows = [
             [
-                esc(r.get("subject")),
+                esc(subject_label(r)),
                 _status(r.get("status")),
                 esc(format_value(r)) or "—",
                 esc(format_expected(r.get("expected"))) or "—",
                 esc(r.get("summary")),
+                *([esc(measured_text(r)) or "—"] if timed else []),
                 _artifacts(r, view["run_dir"]),
             ]
             for r in members
@@ -195,7 +208,8 @@ def _checks(view: dict[str, Any]) -> str:
             body.append(f"<p>Why it matters: {esc(entry['why'])}</p>")
         if entry.get("fix") and any(r.get("status") in ("fail", "warn") for r in members):
             body.append(f"<p>How to fix: {esc(entry['fix'])}</p>")
-        body.append(_table(["subject", "status", "value", "expected", "summary", "artifacts"], rows))
+        headers = ["subject", "status", "value", "expected", "summary", *(["measured"] if timed else []), "artifacts"]
+        body.append(_table(headers, rows))
         title = f"{esc(check_title(check, catalogue, first))} (<code>{esc(check)}</code>)"
         if all(r.get("status") == "pass" for r in members):
             out.append(
@@ -207,11 +221,28 @@ def _checks(view: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _hosts(view: dict[str, Any]) -> str:
+    grouped = group_by_host(view["results"])
+    if not grouped:
+        return ""
+    rows = []
+    for host, members in grouped:
+        counts = {s: sum(1 for r in members if r.get("status") == s) for s in results_mod.STATUSES}
+        findings = sorted((r for r in members if r.get("status") in ("fail", "warn")),
+                          key=lambda r: results_mod.worst_first(r.get("status")))
+        shown = "<br>".join(f"{_status(r.get('status'))} <code>{esc(r.get('check'))}</code> {esc(subject_label(r))}"
+                            for r in findings[:5])
+        more = f"<br>+{len(findings) - 5} more" if len(findings) > 5 else ""
+        rows.append([esc(host), *[str(counts[s]) for s in results_mod.STATUSES], (shown + more) or "—"])
+    return ("<h2>Results by host</h2><p>Every result naming the host: its own, its GPUs', and the pairs and sets "
+            "it belongs to.</p>" + _table(["host", *results_mod.STATUSES, "findings"], rows))
+
+
 def _skips_and_errors(view: dict[str, Any]) -> str:
     rows = [
         [
             f'<a href="#{anchor(str(r.get("check")))}"><code>{esc(r.get("check"))}</code></a>',
-            esc(r.get("subject")),
+            esc(subject_label(r)),
             _status(r.get("status")),
             esc(r.get("summary")) or "(no reason given)",
         ]
@@ -229,7 +260,7 @@ def _skips_and_errors(view: dict[str, Any]) -> str:
 def render(view: dict[str, Any]) -> str:
     """The self-contained HTML report for a view built by ``clustereval.report.build_view``."""
     title = esc(view["run"].get("run_id") or view["run_dir"].name)
-    sections = [_header(view), _unreachable(view), _why(view), _categories(view), _checks(view)]
+    sections = [_header(view), _unreachable(view), _why(view), _categories(view), _hosts(view), _checks(view)]
     sections.append(_skips_and_errors(view))
     body = "\n".join(s for s in sections if s)
     return (

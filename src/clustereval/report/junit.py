@@ -13,7 +13,17 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from clustereval.report import artifact_links, check_title, clean_text, format_expected, format_value
+from clustereval.report import (
+    artifact_links,
+    check_title,
+    clean_text,
+    format_expected,
+    format_value,
+    measured_text,
+    run_state,
+    series_links,
+    subject_label,
+)
 
 _SUITE_ORDER = ("audit", "performance", "reliability")
 
@@ -36,9 +46,14 @@ def _details(result: dict[str, Any], view: dict[str, Any]) -> str:
     if format_expected(result.get("expected")):
         lines.append(f"expected: {format_expected(result.get('expected'))}")
     lines.append(f"severity: {clean_text(result.get('severity'))}")
+    if measured_text(result):
+        lines.append(f"measured: {measured_text(result)}")
     links = artifact_links(result, view["run_dir"])
     if links:
         lines.append("artifacts: " + ", ".join(p + ("" if ok else " (missing)") for p, ok in links))
+    series = series_links(result, view["run_dir"])
+    if series:
+        lines.append("series: " + ", ".join(p + ("" if ok else " (missing)") for p, ok in series))
     return "\n".join(lines)
 
 
@@ -49,7 +64,7 @@ def _testcase(suite: ET.Element, result: dict[str, Any], view: dict[str, Any]) -
         "testcase",
         {
             "classname": clean_text(result.get("check")),
-            "name": clean_text(result.get("subject")),
+            "name": subject_label(result),
             "time": _seconds(result),
         },
     )
@@ -81,6 +96,7 @@ def render(view: dict[str, Any]) -> str:
         ("score", score.get("score")),
         ("tier_before_caps", score.get("tier_before_caps")),
         ("unreachable", ",".join((score.get("subjects") or {}).get("unreachable") or [])),
+        ("incomplete", run_state(view) or ""),
     ):
         ET.SubElement(props, "property", {"name": key, "value": clean_text("" if value is None else value)})
 
@@ -92,7 +108,8 @@ def render(view: dict[str, Any]) -> str:
     )
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for phase in order:
-        members = sorted(phases[phase], key=lambda r: (str(r.get("check")), str(r.get("subject"))))
+        members = sorted(phases[phase], key=lambda r: (str(r.get("check")), str(r.get("subject")),
+                                                       str(subject_label(r))))
         stats = {
             "tests": len(members),
             "failures": sum(1 for r in members if r.get("status") == "fail"),

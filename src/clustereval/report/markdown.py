@@ -18,8 +18,13 @@ from clustereval.report import (
     format_expected,
     format_value,
     group_by_check,
+    group_by_host,
     hosts_summary,
+    measured_text,
     one_line,
+    run_state,
+    series_links,
+    subject_label,
 )
 
 
@@ -29,12 +34,14 @@ def cell(value: Any) -> str:
 
 
 def artifacts_cell(result: dict[str, Any], run_dir: Path) -> str:
-    """Links to a result's raw artifacts, relative to the run directory; missing files are marked."""
+    """Links to a result's raw artifacts and series, relative to the run directory; missing files marked."""
     links = []
-    for path, exists in artifact_links(result, run_dir):
+    marked = [(p, e, "") for p, e in artifact_links(result, run_dir)]
+    marked += [(p, e, "series: ") for p, e in series_links(result, run_dir)]
+    for path, exists, prefix in marked:
         label = path.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
         target = path.replace(">", "%3E").replace("<", "%3C").replace("|", "%7C")
-        links.append(f"[{label}](<{target}>)" + ("" if exists else " (missing)"))
+        links.append(f"{prefix}[{label}](<{target}>)" + ("" if exists else " (missing)"))
     return "<br>".join(links) if links else "—"
 
 
@@ -78,6 +85,10 @@ def _header(view: dict[str, Any]) -> list[str]:
         ["Coverage", f"{score.get('coverage', 0):.0%} of results have a verdict (not skip/error)"],
     ]
     lines += _table(["", ""], rows)
+    state = run_state(view)
+    if state:
+        lines += ["", f"> **This run is incomplete: {cell(state)}.** Every result and sample recorded before "
+                  "is kept below; checks that never ran have no result."]
     if view["warnings"]:
         lines += ["", "> **Warnings about this run's files**", ">"]
         lines += [f"> - {cell(w)}" for w in view["warnings"]]
@@ -130,14 +141,14 @@ def _why(view: dict[str, Any]) -> list[str]:
     movers = score.get("movers") or []
     if movers:
         lines += ["", "### Results that moved the tier", ""]
-        by_key = {(r.get("check"), r.get("subject")): r for r in view["results"]}
+        by_key = {results_mod.identity(r): r for r in view["results"]}
         rows = []
         for m in movers:
-            result = by_key.get((m["check"], m["subject"]), m)
+            result = by_key.get(results_mod.identity(m), m)
             rows.append(
                 [
                     f"[`{cell(m['check'])}`](#{anchor(m['check'])})",
-                    cell(m["subject"]),
+                    cell(subject_label(m)),
                     cell(m["status"]),
                     cell(m["severity"]),
                     f"{m['points_lost']:.2f}",
@@ -196,28 +207,50 @@ def _checks(view: dict[str, Any]) -> list[str]:
             lines += ["", f"Why it matters: {cell(entry['why'])}"]
         if entry.get("fix") and any(r.get("status") in ("fail", "warn") for r in members):
             lines += ["", f"How to fix: {cell(entry['fix'])}"]
+        timed = any(r.get("measured") for r in members)
         rows = [
             [
-                cell(r.get("subject")),
+                cell(subject_label(r)),
                 f"**{cell(r.get('status'))}**"
                 if r.get("status") in ("fail", "error")
                 else cell(r.get("status")),
                 cell(format_value(r)) or "—",
                 cell(format_expected(r.get("expected"))) or "—",
                 cell(r.get("summary")),
+                *([cell(measured_text(r)) or "—"] if timed else []),
                 artifacts_cell(r, view["run_dir"]),
             ]
             for r in members
         ]
-        lines += ["", *_table(["subject", "status", "value", "expected", "summary", "artifacts"], rows), ""]
+        headers = ["subject", "status", "value", "expected", "summary", *(["measured"] if timed else []), "artifacts"]
+        lines += ["", *_table(headers, rows), ""]
     return lines
+
+
+def _hosts(view: dict[str, Any]) -> list[str]:
+    """Per host: its results by status and the findings that name it (its own, its GPUs', its pairs')."""
+    grouped = group_by_host(view["results"])
+    if not grouped:
+        return []
+    rows = []
+    for host, members in grouped:
+        counts = {s: sum(1 for r in members if r.get("status") == s) for s in results_mod.STATUSES}
+        findings = [r for r in members if r.get("status") in ("fail", "warn")]
+        findings.sort(key=lambda r: results_mod.worst_first(r.get("status")))
+        shown = "<br>".join(f"{cell(r.get('status'))} `{cell(r.get('check'))}` {cell(subject_label(r))}"
+                            for r in findings[:5])
+        more = f"<br>+{len(findings) - 5} more" if len(findings) > 5 else ""
+        rows.append([cell(host), *[str(counts[s]) for s in results_mod.STATUSES], (shown + more) or "—"])
+    return ["", "## Results by host", "",
+            "Every result naming the host: its own, its GPUs', and the pairs and sets it belongs to.", "",
+            *_table(["host", *results_mod.STATUSES, "findings"], rows)]
 
 
 def _skips_and_errors(view: dict[str, Any]) -> list[str]:
     rows = [
         [
             f"[`{cell(r.get('check'))}`](#{anchor(str(r.get('check')))})",
-            cell(r.get("subject")),
+            cell(subject_label(r)),
             cell(r.get("status")),
             cell(r.get("summary")) or "(no reason given)",
         ]
@@ -238,6 +271,6 @@ def _skips_and_errors(view: dict[str, Any]) -> list[str]:
 
 def render(view: dict[str, Any]) -> str:
     """The Markdown report for a view built by ``clustereval.report.build_view``."""
-    lines = _header(view) + _unreachable(view) + _why(view) + _categories(view) + _checks(view)
+    lines = _header(view) + _unreachable(view) + _why(view) + _categories(view) + _hosts(view) + _checks(view)
     lines += _skips_and_errors(view)
     return "\n".join(lines).rstrip() + "\n"

@@ -146,8 +146,16 @@ def _matches(result: dict[str, Any], when: dict[str, Any]) -> bool:
     return True
 
 
-def _pair(result: dict[str, Any]) -> dict[str, str]:
-    return {"check": result["check"], "subject": result["subject"]}
+def _pair(result: dict[str, Any]) -> dict[str, Any]:
+    """How score.json names a result: check and subject, and the params of a variant."""
+    out: dict[str, Any] = {"check": result["check"], "subject": result["subject"]}
+    if result.get("params"):
+        out["params"] = result["params"]
+    return out
+
+
+def _key(item: dict[str, Any]) -> tuple[str, str, str]:
+    return results_mod.identity(item)
 
 
 def unreachable_hosts(results: list[dict[str, Any]]) -> dict[str, str]:
@@ -273,7 +281,7 @@ def score_results(
     baseline = tier_before_caps if tier_before_caps is not None else unrated_tier
     tier = baseline
     caps_applied: list[dict[str, Any]] = []
-    trigger_caps: dict[tuple[str, str], list[str]] = {}
+    trigger_caps: dict[tuple[str, str, str], list[str]] = {}
     for cap in rubric["caps"]:
         found = _cap_triggers(cap, scored, facts)
         if found is None:
@@ -295,10 +303,10 @@ def score_results(
             tier = cap["cap"]
         if limits:
             for p in pairs:
-                trigger_caps.setdefault((p["check"], p["subject"]), []).append(cap.get("id", cap["cap"]))
+                trigger_caps.setdefault(_key(p), []).append(cap.get("id", cap["cap"]))
 
     movers = _movers(scored, trigger_caps, catalogue, int(rubric.get("movers_limit", 20)))
-    hosts = sorted({r["subject"] for r in scored if r["subject"] != results_mod.CLUSTER_SUBJECT})
+    hosts = sorted({host for r in scored for host in results_mod.subject_hosts(r["subject"])})
     out = {
         "tier": tier,
         "score": round(score, 2) if score is not None else None,
@@ -335,19 +343,17 @@ def score_results(
 
 def _movers(
     scored: list[dict[str, Any]],
-    trigger_caps: dict[tuple[str, str], list[str]],
+    trigger_caps: dict[tuple[str, str, str], list[str]],
     catalogue: dict[str, Any] | None,
     limit: int,
 ) -> dict[str, Any]:
     """Results that lowered the tier (cap triggers, always listed) then the costliest, most first."""
-    candidates = [r for r in scored if r["_lost"] > 0 or (r["check"], r["subject"]) in trigger_caps]
-    candidates.sort(key=lambda r: ((r["check"], r["subject"]) not in trigger_caps, -r["_lost"], r["check"]))
-    capped = [r for r in candidates if (r["check"], r["subject"]) in trigger_caps]
+    candidates = [r for r in scored if r["_lost"] > 0 or _key(r) in trigger_caps]
+    candidates.sort(key=lambda r: (_key(r) not in trigger_caps, -r["_lost"], r["check"]))
+    capped = [r for r in candidates if _key(r) in trigger_caps]
     listed = (
         capped
-        + [r for r in candidates if (r["check"], r["subject"]) not in trigger_caps][
-            : max(0, limit - len(capped))
-        ]
+        + [r for r in candidates if _key(r) not in trigger_caps][: max(0, limit - len(capped))]
     )
     out = []
     for r in listed:
@@ -357,12 +363,13 @@ def _movers(
                 "check": r["check"],
                 "title": entry.get("title") or r.get("title") or r["check"],
                 "subject": r["subject"],
+                "params": r.get("params") or {},
                 "status": r["status"],
                 "severity": r["severity"],
                 "category": r["_category"],
                 "summary": r.get("summary", ""),
                 "points_lost": round(r["_lost"], 3),
-                "caps": trigger_caps.get((r["check"], r["subject"]), []),
+                "caps": trigger_caps.get(_key(r), []),
                 "artifacts": list(r.get("artifacts") or []),
             }
         )
@@ -467,5 +474,12 @@ def score_run(
     seen = set(score["subjects"]["hosts"])
     score["subjects"]["without_results"] = sorted(str(h) for h in inventory_hosts if str(h) not in seen)
     score["load_warnings"] = warnings + info_warnings
+    score["interrupted"] = info.get("interrupted") or None
+    if score["interrupted"]:
+        score["explanation"].insert(0, f"The run was interrupted ({score['interrupted']}): the tier stands only on "
+                                       f"what was measured before.")
+    elif info and not info.get("ended"):
+        score["explanation"].insert(0, "The run has not finished (or stopped without a word): the tier stands "
+                                       "only on what was measured so far.")
     write_atomic(run_dir / SCORE_FILE, json.dumps(score, indent=2, sort_keys=False, default=str) + "\n")
     return score
