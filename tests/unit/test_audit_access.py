@@ -7,7 +7,8 @@ import pytest
 
 from clustereval import checks
 from clustereval.checks import Context
-from clustereval.checks.audit_access import fields, ssh_outcome
+from clustereval.checks.audit_access import ssh_outcome
+from clustereval.parsers.probe_key_values import key_values
 from tests.helpers import judge as run
 from tests.helpers import probe
 
@@ -46,11 +47,6 @@ def identity(stdout: str, **extra) -> dict:
 
 def peer(stdout: str, **extra) -> dict:
     return probe("access_ssh_peer", stdout, cmd="ssh …", artifact="access-ssh-peer.txt", **extra)
-
-
-def test_fields_keep_repeated_keys_and_ignore_other_lines():
-    data = fields("pam=pam_unix\nnoise line\npam=pam_sss\nuser=a=b\n")
-    assert data == {"pam": ["pam_unix", "pam_sss"], "user": ["a=b"]}
 
 
 class TestSudo:
@@ -149,7 +145,7 @@ class TestSshBetweenNodes:
 
     def test_unreachable_sshd_fails(self):
         out = "peer=10.0.0.2\nstrict_rc=255\nstrict_out=ssh: connect to host 10.0.0.2 port 22: Connection refused\n"
-        assert ssh_outcome(fields(out))[1] == "unreachable"
+        assert ssh_outcome(key_values(out, "="))[1] == "unreachable"
 
     def test_single_node_skips_and_missing_ssh_skips(self):
         assert run("audit.access.ssh_between_nodes", peer("peer=\n"))["status"] == "skip"

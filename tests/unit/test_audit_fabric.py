@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
-import pytest
-
 from clustereval import checks
 from clustereval.checks import Context, audit_fabric
 from tests.helpers import judge as run
@@ -47,42 +45,6 @@ def host(nccl: str = "", env: str = "", imex: str | None = None) -> str:
     files = f"### file /etc/nccl.conf\n{nccl}\n" if nccl else ""
     imex = imex or "binary none\ndaemon stopped\nnodes_config none\nchannels \n"
     return f"{files}### env\n{env}### imex\n{imex}### end\n"
-
-
-class TestParsers:
-    def test_rdma_listing(self):
-        hcas = audit_fabric.parse_rdma_sysfs(rdma(pkeys="0xffff 0x8001"))
-        assert [h["name"] for h in hcas] == [f"mlx5_{i}" for i in range(8)]
-        port = hcas[0]["ports"][0]
-        assert port["state"] == "ACTIVE" and port["state_code"] == 4 and port["phys_state"] == "LinkUp"
-        assert port["rate_gbps"] == 400.0 and port["pkeys"] == [0xFFFF, 0x8001]
-        assert hcas[0]["pci_vendor"] == "0x15b3" and hcas[0]["netdevs"] == ["ib0"]
-
-    def test_cut_listing_is_an_error(self):
-        with pytest.raises(ValueError, match="cut short"):
-            audit_fabric.parse_rdma_sysfs(rdma(end=False))
-
-    def test_nccl_environment_wins_over_files(self):
-        text = host(nccl="# site defaults\nNCCL_IB_QPS_PER_CONNECTION=2\nNCCL_DEBUG=WARN",
-                    env="NCCL_IB_QPS_PER_CONNECTION=4\n")
-        settings = audit_fabric.parse_nccl_settings(text)
-        assert settings["effective"]["NCCL_IB_QPS_PER_CONNECTION"] == {"value": "4", "source": "environment"}
-        assert settings["effective"]["NCCL_DEBUG"]["source"] == "/etc/nccl.conf"
-
-    def test_slurm_tree_topology(self):
-        text = ("ClusterName             = gpu\nTopologyParam           = (null)\n"
-                "TopologyPlugin          = topology/tree\n### topology\n"
-                "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu[001-032]\n"
-                "SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=gpu[033-064]\n"
-                "SwitchName=spine Level=1 LinkSpeed=1 Switches=leaf[1-2]\n### nodes 64\n")
-        topo = audit_fabric.parse_slurm_topology(text, "gpu040")
-        assert topo == {"plugin": "topology/tree", "param": "(null)", "switches": 3, "levels": 2,
-                        "leaf": "leaf2", "slurm_nodes": 64}
-
-    def test_slurm_without_topology_plugin(self):
-        text = "ClusterName             = sim\n### topology\nNo topology information available\n### nodes 4\n"
-        topo = audit_fabric.parse_slurm_topology(text, "node1")
-        assert topo["plugin"] == "topology/none" and topo["levels"] == 0 and topo["slurm_nodes"] == 4
 
 
 class TestFabricClass:

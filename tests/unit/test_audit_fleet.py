@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clustereval.checks import Context
-from clustereval.checks.audit_fleet import fleet_facts, package_diff, parse_packages
+from clustereval.checks.audit_fleet import fleet_facts, package_diff
 from clustereval.sim.overlays.fleet import drift_status
 from tests.helpers import judge, probe
 from tests.unit.test_audit_health import gpus
@@ -28,10 +28,6 @@ def run(check_id: str, fleet: dict) -> dict:
 
 
 class TestPackages:
-    def test_parse_packages(self):
-        assert parse_packages(dpkg(BASE)) == ("dpkg", BASE)
-        assert parse_packages("## manager=rpm\nbash.x86_64\t5.1.8-9.el9\n") == ("rpm", {"bash.x86_64": "5.1.8-9.el9"})
-
     def test_diff_lists_gpu_stack_first(self):
         node = {**BASE, "vim:amd64": "2:9.0.1378-3", "libnccl2:amd64": "2.20.3-1+cuda12.3", "htop:amd64": "3.2.2-2"}
         diff = package_diff(BASE, node)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clustereval.checks import Context
-from clustereval.checks.audit_gpustack import acs_paths, key_values, parse_vboost, pci_inventory
+from clustereval.checks.audit_gpustack import acs_paths, pci_inventory
 from tests.conftest import key_value_text, read_corpus
 from tests.helpers import judge as run
 from tests.helpers import probe
@@ -113,10 +113,6 @@ NO_GPU_LSPCI = endpoint("0000:00:03.0", "Ethernet controller", "0200", "Red Hat,
 
 
 class TestHelpers:
-    def test_key_values_keeps_repeated_keys(self):
-        facts = key_values("module: nvidia\nmodule: gdrdrv\nkernel: 6.8.0\nnot a pair\n")
-        assert facts["module"] == ["nvidia", "gdrdrv"] and facts["kernel"] == ["6.8.0"]
-
     def test_path_is_the_downstream_ports_below_the_common_switch(self):
         inv = pci_inventory(Context(subject="n1", probes=lspci_probe(hgx_lspci())))
         paths, _ = acs_paths(inv)
@@ -130,10 +126,6 @@ class TestHelpers:
         assert [g["address"] for g in inv["gpus"]] == ["0000:19:00.0"]
         assert [n["address"] for n in inv["nics"]] == ["0000:1a:00.0"]
         assert inv["ranges"]["0000:15:01.0"] == (0x16, 0x1c) and inv["ranges"]["0000:82:00.0"] == (0x83, 0x83)
-
-    def test_vboost_rows(self):
-        text = "GPU  Boostslider  Max  Min  Current  Default\n0    vboost       4    0    2        0\n"
-        assert parse_vboost(text) == [{"gpu": 0, "max": 4, "min": 0, "current": 2, "default": 0}]
 
 
 class TestDriver:

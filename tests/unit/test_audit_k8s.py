@@ -12,7 +12,7 @@ import json
 import pytest
 
 from clustereval import parsers
-from clustereval.checks.audit_k8s import parse_can_i
+from clustereval.parsers.probe_key_values import key_values
 from clustereval.results import CLUSTER_SUBJECT
 from tests.conftest import read_corpus
 from tests.helpers import judge, probe
@@ -438,9 +438,10 @@ def to_probes(objs, can_i=CAN_I_ALL_YES, api=API_RESOURCES, absent=(), overrides
         "k8s_metallb_pools": p("k8s_metallb_pools", klist(cr("metallb.io/v1beta1", "IPAddressPool", "pool",
                                                              "metallb-system",
                                                              spec={"addresses": ["192.0.2.10-192.0.2.50"]}))),
-        "k8s_can_i": p("k8s_can_i", can_i, None),
+        "k8s_can_i": p("k8s_can_i", can_i, "probe-k8s-can-i"),
         "k8s_helm": {**p("k8s_helm", 'v3.16.3+gcfd0749\n[{"name":"gpu-operator","namespace":"gpu-operator",'
-                                     '"revision":"1","status":"deployed","chart":"gpu-operator-v24.9.2"}]\n', None),
+                                     '"revision":"1","status":"deployed","chart":"gpu-operator-v24.9.2"}]\n',
+                         "probe-k8s-helm"),
                      "tool": "helm"},
         "k8s_configmaps": p("k8s_configmaps", "".join(klist(c) for c in objs["configmaps"]) or klist()),
         "k8s_kueue_topologies": p("k8s_kueue_topologies", klist(*objs["topologies"])),
@@ -451,7 +452,8 @@ def to_probes(objs, can_i=CAN_I_ALL_YES, api=API_RESOURCES, absent=(), overrides
         "k8s_nads": p("k8s_nads", klist(*objs["nads"])),
         "k8s_nicclusterpolicies": p("k8s_nicclusterpolicies", klist(*objs["nicpolicies"])),
         "k8s_clusterpolicies": p("k8s_clusterpolicies", klist(*objs["clusterpolicies"])),
-        "k8s_pvc_test": {**p("k8s_pvc_test", pvc_test_out() if pvc_test is None else pvc_test or "", None),
+        "k8s_pvc_test": {**p("k8s_pvc_test", pvc_test_out() if pvc_test is None else pvc_test or "",
+                             "probe-k8s-pvc-test"),
                          "artifact": "raw/_cluster/kubectl-pvc-provisioning-test.txt", "timeout": 150},
     }
     if pvc_test is False:
@@ -535,13 +537,6 @@ def test_forbidden_configmaps_make_the_rdma_check_warn():
 
 
 class TestRbac:
-    def test_parse_can_i_reads_yes_no_reason_and_warnings(self):
-        answers = parse_can_i("list nodes: Warning: resource 'nodes' is not namespace scoped\nlist nodes: yes\n"
-                              "create pods: no - RBAC: clusterrole.rbac.authorization.k8s.io \"view\" not found\n")
-        assert answers["list nodes"]["allowed"] is True and answers["list nodes"]["messages"]
-        assert answers["create pods"] == {"allowed": False, "messages": [],
-                                          "reason": 'RBAC: clusterrole.rbac.authorization.k8s.io "view" not found'}
-
     def test_fail_when_pods_cannot_be_created(self):
         result = status("audit.k8s.rbac_access", can_i=CAN_I_ALL_YES.replace("create pods: yes", "create pods: no"))
         assert result["status"] == "fail" and "create pods" in result["summary"]
@@ -928,10 +923,8 @@ class TestProvisioningTest:
         assert status("audit.k8s.csi_rwx", overrides=missing)["status"] == "skip"
         assert run("audit.k8s.csi_rwx", to_probes(healthy_objects()), harness="slurm")["status"] == "skip"
 
-    def test_parse_pvc_test_keeps_repeated_keys_in_order(self):
-        from clustereval.checks.audit_k8s import parse_pvc_test
-
-        facts = parse_pvc_test(pvc_test_out())
+    def test_the_probes_lines_keep_repeated_keys_in_order(self):
+        facts = key_values(pvc_test_out(), "=")
         assert facts["class_seen"] == ["local-path rancher.io/local-path WaitForFirstConsumer Delete default",
                                        "shared-fs nfs.csi.k8s.io Immediate Delete"]
         assert facts["phase"] == ["Bound"] and facts["end"] == ["ok"]

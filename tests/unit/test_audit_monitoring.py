@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clustereval.checks.audit_monitoring import gpu_class, kernel_log_sources, parse_listeners
+from clustereval.checks.audit_monitoring import gpu_class
 from tests.conftest import read_corpus
 from tests.helpers import judge, probe
 from tests.unit.test_audit_health import dcgmi, gpus, programs
@@ -109,10 +109,6 @@ class TestXidHistory:
         missing = probe("monitoring_kernel_log", "", rc=127, missing=True, tool="grep")
         assert run("audit.monitoring.xid_history", missing)["status"] == "skip"
 
-    def test_sources_parse(self):
-        parsed = kernel_log_sources("## source=/var/log/kern.log rc=0 lines=3\nx\n")
-        assert parsed == [{"source": "/var/log/kern.log", "rc": 0, "lines": 3, "xid_lines": ["x"]}]
-
 
 SS_HEADLESS = (
     'LISTEN 0      4096         0.0.0.0:9400       0.0.0.0:*    users:(("dcgm-exporter",pid=2211,fd=3))\n'
@@ -125,10 +121,6 @@ def listeners(ss: str, ps: str = "sshd\nsystemd\n") -> dict:
 
 
 class TestExporters:
-    def test_parse(self):
-        ports, names, saw = parse_listeners(f"## ss\n{SS_HEADLESS}## ps\nprometheus\n")
-        assert ports == {9400, 9100, 22} and {"dcgm-exporter", "node_exporter", "prometheus"} <= names and saw
-
     def test_pass_with_both_exporters(self):
         result = run("audit.monitoring.exporters", {**listeners(SS_HEADLESS), **gpus()})
         assert result["status"] == "pass" and "dcgm-exporter" in result["summary"]

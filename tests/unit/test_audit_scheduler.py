@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clustereval.checks.audit_scheduler import parse_hardware, seconds, sections
+from clustereval.checks.audit_scheduler import seconds
 from tests.conftest import read_corpus
 from tests.helpers import judge, probe
 
@@ -67,20 +67,9 @@ def hardware(nproc: int = 2, mem_kb: int = 24684092, spool_target: str = "/", us
 
 
 class TestHelpers:
-    def test_sections_split_headers_kinds_args_and_values(self):
-        parts = sections("pre\n## findmnt root\n{}\n## source=/var/log/my file.log rc=0 lines=3\nx\n")
-        assert parts[0] == {"kind": "", "body": ["pre"]}
-        assert parts[1]["kind"] == "findmnt" and parts[1]["args"] == ["root"]
-        assert parts[2]["source"] == "/var/log/my file.log" and parts[2]["rc"] == "0" and parts[2]["body"] == ["x"]
-
     @pytest.mark.parametrize(("text", "value"), [("300 sec", 300), ("10", 10), ("5 min", 300), ("junk", None)])
     def test_seconds(self, text, value):
         assert seconds(text) == value
-
-    def test_parse_hardware(self):
-        hw = parse_hardware(hardware()["scheduler_node_hardware"]["stdout"])
-        assert hw["nproc"] == 2 and hw["mem_total_mb"] == 24105 and hw["sockets"] == 1
-        assert hw["mounts"]["spool"]["target"] == "/" and hw["spool_used_pct"] == 22
 
 
 class TestCommands:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from clustereval.checks import Context
 from clustereval.checks.audit_sharedfs import shared_mounts, sharedfs_facts
+from clustereval.parsers import parse
 from tests.helpers import judge, probe
 
 
@@ -32,20 +31,24 @@ def run(fleet: dict) -> dict:
     return judge("audit.sharedfs.shared_fs", fleet=fleet, subject="_cluster")
 
 
+def mounts(text: str) -> list[dict]:
+    return parse("findmnt-json", text)["filesystems"]
+
+
 class TestSharedMounts:
     def test_keeps_network_filesystems_only(self):
-        assert shared_mounts(findmnt(NFS, ("/scratch", "xfs", "/dev/md0"))) == {
+        assert shared_mounts(mounts(findmnt(NFS, ("/scratch", "xfs", "/dev/md0")))) == {
             "/home": {"fstype": "nfs4", "source": "filer:/export/home"}}
 
     def test_an_automount_point_takes_its_mounted_filesystems_type(self):
         text = json.dumps({"filesystems": [{"target": "/", "fstype": "ext4", "source": "/dev/sda", "children": [
             {"target": "/data", "fstype": "autofs", "source": "systemd-1", "children": [
                 {"target": "/data", "fstype": "nfs", "source": "nas:/data"}]}]}]})
-        assert shared_mounts(text)["/data"]["fstype"] == "nfs"
+        assert shared_mounts(mounts(text))["/data"]["fstype"] == "nfs"
 
-    def test_unreadable_json_is_an_error(self):
-        with pytest.raises(ValueError):
-            shared_mounts("findmnt: unknown column")
+    def test_unreadable_json_is_a_problem_of_the_facts(self):
+        facts = facts_of("findmnt: unknown column")
+        assert "sharedfs_mounts" not in facts and "unreadable JSON" in facts["problems"]["sharedfs"]
 
 
 class TestSharedFs:

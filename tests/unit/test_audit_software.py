@@ -13,11 +13,7 @@ import pytest
 
 from clustereval import yamldata
 from clustereval.checks.audit_software import (
-    enroot_version,
     import_problem,
-    module_names,
-    mpi_plugins,
-    nccl_version,
 )
 from tests.helpers import judge as run
 from tests.helpers import probe
@@ -81,16 +77,6 @@ def test_healthy_node_passes_every_software_check_but_the_topology_file_skip():
                      "audit.software.apptainer"):
         assert run(check_id, healthy)["status"] == "pass", check_id
     assert run("audit.software.nccl_topo_container", healthy)["status"] == "skip"
-
-
-def test_helpers_read_the_tools_formats():
-    assert nccl_version("/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5") == "2.21.5"
-    assert nccl_version("/usr/lib/x86_64-linux-gnu/libnccl.so.2") is None
-    old = ["srun: MPI types are...", "srun: none", "srun: pmi2", "srun: openmpi"]
-    assert mpi_plugins(old) == ["none", "pmi2", "openmpi"]
-    assert mpi_plugins(["srun: fatal: something"]) is None
-    assert module_names(["/opt/modulefiles:", "cuda/12.4", "nccl/2.21.5(default)"]) == ["cuda/12.4", "nccl/2.21.5"]
-    assert enroot_version(["3.5.0"]) == "3.5.0" and enroot_version(["garbage"]) is None
 
 
 NO_GPU_LIBS = NO_GPU + MPI_PMIX

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check, facts
+from clustereval.parsers.probe_key_values import first
 
 IDENTITY_PROBE = "access_identity"
 SSH_PROBE = "access_ssh_peer"
@@ -30,23 +31,13 @@ SUDO_REFUSED = ("a password is required", "a terminal is required", "is not in t
                 "may not run sudo", "not allowed to execute", "askpass")
 
 
-def fields(text: str) -> dict[str, list[str]]:
-    """``key=value`` lines into ``{key: [values…]}`` (a key may repeat; other lines are ignored)."""
-    out: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key and " " not in key:
-            out.setdefault(key.strip(), []).append(value.strip())
-    return out
-
-
-def first(data: dict[str, list[str]], key: str, default: str = "") -> str:
-    values = data.get(key) or []
-    return values[0] if values else default
+def values(ctx: Context, probe: str) -> dict[str, list[str]]:
+    """A ``key=value`` probe's lines as ``{key: [values…]}`` (parser ``probe-key-equals-value``)."""
+    return ctx.parsed(probe)["values"]
 
 
 def _identity(ctx: Context) -> dict[str, list[str]]:
-    data = fields(ctx.probe(IDENTITY_PROBE).get("stdout", ""))
+    data = values(ctx, IDENTITY_PROBE)
     if not first(data, "uid").isdigit():
         raise HarnessError(f"the identity probe printed no numeric uid: {first(data, 'uid')!r}")
     return data
@@ -168,7 +159,7 @@ def ssh_outcome(data: dict[str, list[str]]) -> tuple[str, str, str]:
 
 @check("audit.access.ssh_between_nodes")
 def ssh_between_nodes(ctx: Context) -> Verdict:
-    data = fields(ctx.probe(SSH_PROBE).get("stdout", ""))
+    data = values(ctx, SSH_PROBE)
     if "peer" not in data:
         raise HarnessError("the SSH probe printed no peer line")
     peer = first(data, "peer")

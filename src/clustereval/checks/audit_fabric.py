@@ -1,24 +1,21 @@
 """Audit checks for the networking fabric: RDMA class and rails, port rates, NIC links, HCA naming,
 NCCL settings, InfiniBand partitions, Slurm topology and multi-node NVLink (IMEX).
 
-Evidence (probes in ``checks/probes/fabric.yml``):
+Evidence (probes in ``checks/probes/fabric.yml``, read by the parsers in
+:mod:`clustereval.parsers.probe_fabric` and :mod:`clustereval.parsers.ip_link`):
 
 * ``fabric_rdma``: Linux sysfs ``/sys/class/infiniband`` (kernel 4.x-6.x, any rdma-core / MLNX_OFED /
-  DOCA-OFED) printed as our own ``key value`` lines (see :func:`parse_rdma_sysfs`). The kernel files
-  keep their own formats: ``state`` ``4: ACTIVE``, ``phys_state`` ``5: LinkUp``, ``rate``
-  ``400 Gb/sec (4X NDR)``, ``link_layer`` ``InfiniBand`` / ``Ethernet``, PKeys ``0xffff``.
+  DOCA-OFED) printed as our own ``key value`` lines, values in the kernel's formats.
 * ``fabric_links``: ``ip -j -d link show`` (iproute2 4.x-6.x JSON; ``parentbus`` from 5.x).
 * ``fabric_host``: NCCL configuration files and ``NCCL_*`` environment (NCCL 2.x ``KEY=VALUE`` syntax),
   and the IMEX daemon state (nvidia-imex, driver 550+).
-* ``fabric_slurm_topology``: ``scontrol show config`` topology keys, ``scontrol show topology``
-  (``SwitchName=… Level=N … Nodes=…`` for topology/tree, ``BlockName=… Nodes=…`` for topology/block,
-  Slurm 17.11-25.11) and the node count from ``sinfo``.
+* ``fabric_slurm_topology``: ``scontrol show config`` topology keys, ``scontrol show topology`` (tree or
+  block plugins, Slurm 17.11-25.11) and the node count from ``sinfo``.
 * the core ``nvidia_smi_q_x`` probe (``<fabric>`` of each GPU) and ``slurm_node`` (node features).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from functools import cache
@@ -27,7 +24,8 @@ from typing import Any
 
 from clustereval import yamldata
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, audit_k8s, check, facts
-from clustereval.parsers.slurm import expand_hostlist
+from clustereval.parsers.nvidia_smi_q_x_text import gpu_fabric, lists_gpus
+from clustereval.parsers.probe_fabric import leaf_switch
 
 RDMA_PROBE = "fabric_rdma"
 LINKS_PROBE = "fabric_links"
@@ -60,78 +58,6 @@ def _baseline() -> dict[str, Any]:
     return yamldata.load(text)
 
 
-# --------------------------------------------------------------------------- parsing helpers
-
-def parse_rdma_sysfs(text: str) -> list[dict[str, Any]]:
-    """RDMA devices from the ``fabric_rdma`` probe (our ``hca``/``port`` key-value dump of sysfs).
-
-    Each device: ``name``, ``hca_type``, ``fw_ver``, ``board_id``, ``node_guid``, ``pci_vendor``,
-    ``pci_device``, ``driver``, ``netdevs`` and ``ports`` (``port``, ``state``, ``state_code``,
-    ``phys_state``, ``rate_gbps``, ``rate``, ``link_layer``, ``pkeys`` as integers, ``active``).
-    Raises ValueError when the frame lines are missing (output cut or not this probe's).
-    """
-    lines = text.splitlines()
-    if not lines or lines[0].strip() != "# rdma sysfs":
-        raise ValueError("the RDMA sysfs listing does not start with its '# rdma sysfs' header")
-    if "# end" not in (line.strip() for line in lines):
-        raise ValueError("the RDMA sysfs listing has no '# end' line: the output was cut short")
-    hcas: list[dict[str, Any]] = []
-    hca: dict[str, Any] | None = None
-    port: dict[str, Any] | None = None
-    for raw in lines[1:]:
-        line = raw.rstrip()
-        if line.strip() == "# end":
-            break
-        depth = len(line) - len(line.lstrip(" "))
-        key, _, value = line.strip().partition(" ")
-        value = value.strip()
-        if depth == 0 and key == "hca":
-            hca = {"name": value, "netdevs": [], "ports": []}
-            hcas.append(hca)
-            port = None
-        elif hca is None:
-            raise ValueError(f"line outside any device: {line[:80]!r}")
-        elif depth == 1 and key == "port":
-            port = {"port": int(value) if value.isdigit() else value}
-            hca["ports"].append(port)
-        elif depth == 1 and key == "pci":
-            parts = value.split()
-            hca["pci_vendor"] = parts[0].lower() if parts else None
-            hca["pci_device"] = parts[1].lower() if len(parts) > 1 else None
-        elif depth == 1 and key == "netdev":
-            hca["netdevs"].append(value)
-        elif depth == 1:
-            hca[key] = value or None
-        elif depth == 2 and port is not None:
-            port[key] = value
-        else:
-            raise ValueError(f"unexpected line: {line[:80]!r}")
-    for item in hcas:
-        for entry in item["ports"]:
-            _finish_port(entry)
-    return hcas
-
-
-def _finish_port(port: dict[str, Any]) -> None:
-    """Kernel formats: ``4: ACTIVE``, ``5: LinkUp``, ``400 Gb/sec (4X NDR)``, PKeys ``0xffff 0x8001``."""
-    for key in ("state", "phys_state"):
-        code, _, name = str(port.get(key) or "").partition(":")
-        if name:
-            port[f"{key}_code"] = int(code) if code.strip().isdigit() else None
-            port[key] = name.strip()
-    rate = re.match(r"^\s*([\d.]+)\s*Gb/sec", str(port.get("rate") or ""))
-    port["rate_gbps"] = float(rate.group(1)) if rate else None
-    pkeys = []
-    for token in str(port.get("pkeys") or "").split():
-        try:
-            pkeys.append(int(token, 16))
-        except ValueError:
-            continue
-    port["pkeys"] = [pk for pk in pkeys if pk & DEFAULT_PKEY]
-    port["link_layer"] = port.get("link_layer") or None
-    port["active"] = str(port.get("state") or "").upper() == "ACTIVE"
-
-
 def fabric_class(hca: dict[str, Any], port: dict[str, Any]) -> str:
     """InfiniBand, RoCE, EFA, Soft-RoCE or iWARP for one port, from the device's own evidence."""
     vendor_entry = (_baseline().get("rdma_vendors") or {}).get(str(hca.get("pci_vendor") or "").lower()) or {}
@@ -156,117 +82,19 @@ def _model(hca: dict[str, Any]) -> dict[str, Any]:
     return (_baseline().get("nic_models") or {}).get(str(hca.get("hca_type") or "")) or {}
 
 
-def parse_nccl_settings(text: str) -> dict[str, Any]:
-    """NCCL files and environment from the ``fabric_host`` probe.
-
-    Returns ``files`` ({path: {KEY: value}}), ``env`` ({KEY: value}) and ``effective`` (what NCCL uses:
-    the environment wins over files; among files the first in NCCL's lookup order wins, as NCCL 2.x
-    reads NCCL_CONF_FILE or ~/.nccl.conf before /etc/nccl.conf and never overwrites a set variable).
-    """
-    files: dict[str, dict[str, str]] = {}
-    env: dict[str, str] = {}
-    target: dict[str, str] | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("### "):
-            head = line[4:]
-            if head.startswith("file "):
-                target = files.setdefault(head[5:], {})
-            elif head == "env":
-                target = env
-            else:
-                target = None
-            continue
-        if target is None or not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        target.setdefault(key.strip(), value.strip())
-    effective: dict[str, dict[str, str]] = {}
-    for path, values in files.items():
-        for key, value in values.items():
-            effective.setdefault(key, {"value": value, "source": path})
-    for key, value in env.items():
-        effective[key] = {"value": value, "source": "environment"}
-    return {"files": files, "env": env, "effective": effective}
-
-
-def parse_imex(text: str) -> dict[str, Any]:
-    """The ``### imex`` section of ``fabric_host``: binary, daemon, nodes_config (peer count), channels."""
-    section = text.split("### imex", 1)
-    if len(section) < 2 or "### end" not in section[1]:
-        raise ValueError("the host probe output has no complete '### imex' section")
-    out: dict[str, Any] = {}
-    for line in section[1].split("### end", 1)[0].splitlines():
-        key, _, value = line.strip().partition(" ")
-        if key:
-            out[key] = value.strip()
-    binary = out.get("binary")
-    peers = out.get("nodes_config")
-    return {"binary": None if binary in (None, "", "none") else binary,
-            "running": out.get("daemon") == "running",
-            "nodes_config": int(peers) if peers and peers.isdigit() else None,
-            "channels": (out.get("channels") or "").split()}
-
-
-def gpu_fabric(xml_text: str) -> list[dict[str, str]]:
-    """Per GPU ``<fabric>`` state/status/cliqueId/clusterUuid from ``nvidia-smi -q -x`` (driver 535+)."""
-    gpus = []
-    for block in re.findall(r"<fabric>(.*?)</fabric>", xml_text, flags=re.S):
-        entry = {}
-        for tag in ("state", "status", "cliqueId", "clusterUuid"):
-            match = re.search(rf"<{tag}>\s*([^<]*?)\s*</{tag}>", block)
-            entry[tag] = match.group(1) if match else "N/A"
-        gpus.append(entry)
-    return gpus
-
-
 def _in_multinode_domain(entry: dict[str, str]) -> bool:
     uuid = entry.get("clusterUuid") or "N/A"
     return uuid not in ("N/A", "") and set(uuid.replace("-", "")) != {"0"}
 
 
-def parse_slurm_topology(text: str, node: str | None) -> dict[str, Any]:
-    """``fabric_slurm_topology`` probe: plugin, switch tree or blocks, this node's leaf, Slurm node count."""
-    config: dict[str, str] = {}
-    switches: list[dict[str, Any]] = []
-    node_count = None
-    section = "config"
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("### topology"):
-            section = "topology"
-            continue
-        if line.startswith("### nodes"):
-            tail = line[len("### nodes"):].strip()
-            node_count = int(tail) if tail.isdigit() else None
-            continue
-        if section == "config" and "=" in line:
-            key, _, value = line.partition("=")
-            config[key.strip()] = value.strip()
-        elif section == "topology" and ("SwitchName=" in line or "BlockName=" in line):
-            fields = dict(item.split("=", 1) for item in line.split() if "=" in item)
-            name = fields.get("SwitchName") or fields.get("BlockName")
-            level = fields.get("Level")
-            switches.append({"name": name, "kind": "switch" if "SwitchName" in fields else "block",
-                             "level": int(level) if level and level.isdigit() else 0,
-                             "nodes": expand_hostlist(fields.get("Nodes", "")) if fields.get("Nodes") else []})
-    plugin = config.get("TopologyPlugin")
-    if plugin in (None, "", "(null)"):
-        plugin = "topology/none" if config else None
-    leaf = next((s["name"] for s in switches if node and node in s["nodes"] and s["level"] == 0), None)
-    return {"plugin": plugin, "param": config.get("TopologyParam"), "switches": len(switches),
-            "levels": (max(s["level"] for s in switches) + 1) if switches else 0,
-            "leaf": leaf, "slurm_nodes": node_count}
-
-
 # --------------------------------------------------------------------------- evidence accessors
 
 def _rdma(ctx: Context) -> list[dict[str, Any]]:
-    text = ctx.probe(RDMA_PROBE).get("stdout") or ""
-    try:
-        return parse_rdma_sysfs(text)
-    except ValueError as exc:
-        raise HarnessError(f"could not read the RDMA devices from sysfs: {exc}") from None
+    """The RDMA devices (parser ``probe-fabric-rdma``); a listing cut short or garbled is a harness error."""
+    data = ctx.parsed(RDMA_PROBE)
+    if not data["complete"]:
+        raise HarnessError(f"could not read the RDMA devices from sysfs: {data['warnings'][0]}")
+    return data["hcas"]
 
 
 def _has_gpus(ctx: Context) -> bool | None:
@@ -276,7 +104,7 @@ def _has_gpus(ctx: Context) -> bool | None:
         return False if probe else None
     if probe.get("rc") not in (0, None) or probe.get("timed_out"):
         return None
-    return "<gpu " in str(probe.get("stdout") or "")
+    return lists_gpus(str(probe.get("stdout") or ""))
 
 
 def _ports(hcas: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -393,14 +221,6 @@ def port_rate(ctx: Context) -> Verdict:
                    expected=expected, evidence=evidence)
 
 
-def parse_ip_links(text: str) -> list[dict[str, Any]]:
-    """Interfaces from ``ip -j -d link show``; raises ValueError on anything but a JSON list."""
-    data = json.loads(text)
-    if not isinstance(data, list):
-        raise ValueError("ip -j link did not print a JSON list")
-    return [item for item in data if isinstance(item, dict) and item.get("ifname")]
-
-
 def _physical(link: dict[str, Any]) -> bool:
     """A NIC on a bus (PCI, virtio...), not loopback or a virtual device (bridge, veth, bond, vlan...)."""
     if link.get("link_type") == "loopback" or (link.get("linkinfo") or {}).get("info_kind"):
@@ -410,11 +230,7 @@ def _physical(link: dict[str, Any]) -> bool:
 
 @check("audit.fabric.nic_link")
 def nic_link(ctx: Context) -> Verdict:
-    text = ctx.probe(LINKS_PROBE).get("stdout") or ""
-    try:
-        links = parse_ip_links(text)
-    except ValueError as exc:
-        raise HarnessError(f"could not parse `ip -j -d link show`: {exc}") from None
+    links = ctx.parsed(LINKS_PROBE)["links"]
     physical = [link for link in links if _physical(link)]
     if not physical:
         raise Skip(f"ip lists no physical network interface on {ctx.subject} (only virtual devices)")
@@ -471,11 +287,16 @@ def _compress(names: list[str]) -> str:
     return ", ".join(names)
 
 
-def _nccl(ctx: Context) -> dict[str, Any]:
-    text = ctx.probe(HOST_PROBE).get("stdout") or ""
-    if "### env" not in text or "### end" not in text:
+def _host(ctx: Context) -> dict[str, Any]:
+    """The NCCL and IMEX host probe (parser ``probe-fabric-host``), whole."""
+    data = ctx.parsed(HOST_PROBE)
+    if not data["complete"]:
         raise HarnessError("the NCCL/IMEX host probe output is incomplete (no '### env' or '### end' line)")
-    return parse_nccl_settings(text)
+    return data
+
+
+def _nccl(ctx: Context) -> dict[str, Any]:
+    return _host(ctx)["nccl"]
 
 
 @check("audit.fabric.nccl_conf")
@@ -585,18 +406,16 @@ def imex(ctx: Context) -> Verdict:
         xml_text = str(ctx.probe(GPU_PROBE).get("stdout") or "")
     except ProbeFailed as exc:
         return Verdict("warn", f"the GPUs' NVLink fabric state is unknown: {exc}", evidence={"rc": exc.probe.get("rc")})
-    if "<gpu " not in xml_text:
+    if not lists_gpus(xml_text):
         raise Skip(f"no NVIDIA GPU on {ctx.subject}")
     gpus = gpu_fabric(xml_text)
     domain = [g for g in gpus if _in_multinode_domain(g)]
     if not domain:
         raise Skip("the GPUs report no multi-node NVLink domain (fabric cluster UUID N/A or zero): "
                    "IMEX is not needed")
-    text = ctx.probe(HOST_PROBE).get("stdout") or ""
-    try:
-        state = parse_imex(text)
-    except ValueError as exc:
-        raise HarnessError(str(exc)) from None
+    state = ctx.parsed(HOST_PROBE)["imex"]
+    if state is None:
+        raise HarnessError("the host probe output has no complete '### imex' section")
     not_ready = [f"GPU {i}: {g['state']}/{g['status']}" for i, g in enumerate(gpus)
                  if _in_multinode_domain(g) and (g["state"] != "Completed" or g["status"] != "Success")]
     clusters = sorted({g["clusterUuid"] for g in domain})
@@ -658,9 +477,9 @@ def fabric_facts(ctx: Context) -> dict[str, Any]:
     except (Skip, HarnessError, ProbeFailed, KeyError, IndexError):
         pass
     try:
-        topo = parse_slurm_topology(ctx.probe(TOPOLOGY_PROBE).get("stdout") or "", node_name)
+        topo = ctx.parsed(TOPOLOGY_PROBE)
         out.update(fabric_topology_plugin=topo["plugin"], fabric_topology_levels=topo["levels"],
-                   fabric_topology_switches=topo["switches"], fabric_leaf_switch=topo["leaf"],
+                   fabric_topology_switches=len(topo["switches"]), fabric_leaf_switch=leaf_switch(topo, node_name),
                    fabric_slurm_nodes=topo["slurm_nodes"])
         out["artifacts"]["fabric_topology"] = ctx.probes[TOPOLOGY_PROBE].get("artifact")
     except (Skip, HarnessError, ProbeFailed) as exc:

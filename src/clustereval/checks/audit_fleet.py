@@ -25,19 +25,6 @@ GPU_STACK = re.compile(r"^(cuda|libcuda|libnccl|nccl|nvidia|libnvidia|datacenter
 LISTED = 8
 
 
-def parse_packages(text: str) -> tuple[str | None, dict[str, str]]:
-    """The ``fleet_packages`` probe: the package manager and ``{name[:arch]: version}``."""
-    manager, packages = None, {}
-    for line in text.splitlines():
-        if line.startswith("## manager="):
-            manager = line.split("=", 1)[1].strip()
-            continue
-        name, sep, version = line.partition("\t")
-        if sep and name.strip():
-            packages[name.strip()] = version.strip()
-    return manager, packages
-
-
 @facts
 def fleet_facts(ctx: Context) -> dict[str, Any]:
     """Package list (with a digest to compare cheaply) and firmware versions of this host.
@@ -47,7 +34,8 @@ def fleet_facts(ctx: Context) -> dict[str, Any]:
     """
     out: dict[str, Any] = {"problems": {}, "artifacts": {}}
     try:
-        manager, packages = parse_packages(ctx.probe(PACKAGES_PROBE).get("stdout", ""))
+        listed = ctx.parsed(PACKAGES_PROBE)
+        manager, packages = listed["manager"], listed["packages"]
         if manager is None:
             raise HarnessError("the package probe printed no package manager line")
         if manager != "none" and not packages:
@@ -59,13 +47,11 @@ def fleet_facts(ctx: Context) -> dict[str, Any]:
         out["problems"]["fleet_packages"] = str(exc)
     firmware: dict[str, Any] = {}
     try:
-        for line in ctx.probe(FIRMWARE_PROBE).get("stdout", "").splitlines():
-            path, _, value = line.partition(": ")
-            hca = re.match(r"/sys/class/infiniband/([^/]+)/fw_ver$", path)
-            if hca:
-                firmware.setdefault("nic_firmware", {})[hca.group(1)] = value.strip()
-            elif path.endswith("/bios_version"):
-                firmware["bios"] = value.strip()
+        read = ctx.parsed(FIRMWARE_PROBE)
+        if read["nic_firmware"]:
+            firmware["nic_firmware"] = dict(read["nic_firmware"])
+        if read["bios"] is not None:
+            firmware["bios"] = read["bios"]
     except (Skip, HarnessError, ProbeFailed) as exc:
         out["problems"]["fleet_firmware"] = str(exc)
     try:

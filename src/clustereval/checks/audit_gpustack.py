@@ -14,6 +14,10 @@ from typing import Any
 from clustereval import baselines
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
 from clustereval.parsers import ParseError, parse
+from clustereval.parsers.lspci_bridges import access_denied, bus_ranges
+from clustereval.parsers.nvidia_smi_q_x_text import driver_versions
+from clustereval.parsers.probe_key_values import first
+from clustereval.parsers.probe_versions import sections as version_sections
 
 LSPCI = "gpustack_lspci"
 NODE = "gpustack_node"
@@ -25,35 +29,19 @@ VERSIONS = "versions_inventory"  # runs nvidia-ctk --version for the security ta
 
 NVIDIA, MELLANOX = "10de", "15b3"
 _VERSION = re.compile(r"\b(\d{3}\.\d{2,3}(?:\.\d{2})?)\b")
-_XML_DRIVER = re.compile(r"<driver_version>\s*([^<]*?)\s*</driver_version>")
-_BUS_LINE = re.compile(r"Bus: primary=([0-9a-f]{2}), secondary=([0-9a-f]{2}), subordinate=([0-9a-f]{2})", re.I)
-_HEADER = re.compile(r"^(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s")
 REDIRECT_BITS = ("ReqRedir", "CmpltRedir", "UpstreamFwd")
 
 
 # ------------------------------------------------------------------------------------------ shared helpers
 
 
-def key_values(text: str) -> dict[str, list[str]]:
-    """``key: value`` lines of an ad-hoc probe as ``{key: [values in order]}`` (repeated keys kept)."""
-    out: dict[str, list[str]] = {}
-    for line in str(text or "").splitlines():
-        key, sep, value = line.partition(":")
-        if sep and re.fullmatch(r"[a-z_]+", key.strip()):
-            out.setdefault(key.strip(), []).append(value.strip())
-    return out
-
-
 def node_facts(ctx: Context, name: str) -> dict[str, list[str]]:
-    """A ``key: value`` probe, checked for completeness (its last line is ``end: ok``)."""
-    facts = key_values(ctx.probe(name).get("stdout", ""))
+    """A ``key: value`` probe (parser ``probe-key-colon-value``), checked for completeness (its last line is
+    ``end: ok``)."""
+    facts = ctx.parsed(name)["values"]
     if "end" not in facts:
         raise HarnessError(f"probe {name} output is cut short or unreadable (no final 'end: ok' line)")
     return facts
-
-
-def first(facts: dict[str, list[str]], key: str, default: str = "") -> str:
-    return (facts.get(key) or [default])[0]
 
 
 def privileged(facts: dict[str, list[str]]) -> bool:
@@ -71,18 +59,9 @@ def is_vm_guest(facts: dict[str, list[str]]) -> bool | None:
 
 def pci_inventory(ctx: Context) -> dict[str, Any]:
     """GPUs, RDMA NICs, BlueField functions and bridges (with bus ranges) from ``lspci -D -nn -vvv``."""
-    probe = ctx.probe(LSPCI)
+    text = str(ctx.probe(LSPCI).get("stdout", ""))
     data = ctx.parsed(LSPCI)
-    ranges: dict[str, tuple[int, int]] = {}
-    current = None
-    for line in str(probe.get("stdout", "")).splitlines():
-        header = _HEADER.match(line)
-        if header:
-            current = f"{(header.group(1) or '0000').lower()}:{header.group(2).lower()}"
-            continue
-        bus = _BUS_LINE.search(line)
-        if bus and current:
-            ranges[current] = (int(bus.group(2), 16), int(bus.group(3), 16))
+    ranges = bus_ranges(text)
     devices = data.get("devices") or []
 
     def vendor(dev: dict[str, Any], vid: str, word: str) -> bool:
@@ -94,7 +73,7 @@ def pci_inventory(ctx: Context) -> dict[str, Any]:
     nics = [d for d in devices if d["class"] in ("Infiniband controller", "Ethernet controller", "Network controller")
             and vendor(d, MELLANOX, "Mellanox") and "Virtual Function" not in d["description"]]
     bridges = {d["address"]: d for d in devices if d["class"] == "PCI bridge"}
-    denied = "<access denied>" in str(probe.get("stdout", ""))
+    denied = access_denied(text)
     return {"gpus": gpus, "nics": nics, "bluefield": bluefield, "bridges": bridges, "ranges": ranges,
             "devices": devices, "access_denied": denied, "complete": data.get("complete", True)}
 
@@ -117,7 +96,7 @@ def smi_driver(ctx: Context) -> str:
     if probe.get("missing"):
         return "absent"
     text = str(probe.get("stdout") or "")
-    found = sorted(set(_XML_DRIVER.findall(text)))
+    found = driver_versions(text)
     if found:
         return " ".join(found)
     said = text.strip() or str(probe.get("stderr") or "").strip()
@@ -126,15 +105,13 @@ def smi_driver(ctx: Context) -> str:
 
 def ctk_version(ctx: Context) -> str | None:
     """The first line ``nvidia-ctk --version`` printed in the versions probe (None: not installed or not read)."""
-    from clustereval.checks.audit_versions import parse_sections
-
     if VERSIONS not in ctx.probes:
         return None
     probe = ctx.raw(VERSIONS)
-    section = parse_sections(str(probe.get("stdout") or "")).get("nvidia-ctk")
-    if section is None or not section.present:
+    section = version_sections(str(probe.get("stdout") or "")).get("nvidia-ctk")
+    if section is None or not section["present"]:
         return None
-    return section.text.splitlines()[0] if section.text else ""
+    return section["text"].splitlines()[0] if section["text"] else ""
 
 
 def gpu_present(ctx: Context) -> tuple[bool, dict[str, Any] | None]:
@@ -353,21 +330,11 @@ def gdrcopy(ctx: Context) -> Verdict:
                    evidence=evidence)
 
 
-_VBOOST_ROW = re.compile(r"^\|?\s*(\d+)\s*\|?\s*vboost\s*\|?\s*(\d+)\s*\|?\s*(\d+)\s*\|?\s*(\d+)\s*\|?\s*(\d+)",
-                         re.I | re.M)
-
-
-def parse_vboost(text: str) -> list[dict[str, int]]:
-    """Rows of ``nvidia-smi boost-slider -l`` (R535+): GPU, slider name, max, min, current, default."""
-    return [{"gpu": int(g), "max": int(mx), "min": int(mn), "current": int(cur), "default": int(df)}
-            for g, mx, mn, cur, df in _VBOOST_ROW.findall(text)]
-
-
 @check("audit.gpustack.vboost")
 def vboost(ctx: Context) -> Verdict:
     require_gpu(ctx)
     try:
-        text = ctx.probe(VBOOST).get("stdout", "")
+        data = ctx.parsed(VBOOST)
     except ProbeFailed as exc:
         message = f"{exc.probe.get('stdout', '')} {exc.probe.get('stderr', '')}"
         if "Invalid combination" in message:
@@ -379,10 +346,11 @@ def vboost(ctx: Context) -> Verdict:
             return Verdict("warn", "vboost cannot be read by the tenant (insufficient permissions)",
                            evidence={"output": message.strip()[:200]})
         raise
-    if "not supported" in text.lower():
+    if data["not_supported"]:
         raise Skip("vboost is not supported on these GPUs (e.g. B300/GB300)")
-    rows = parse_vboost(text)
+    rows = data["gpus"]
     if not rows:
+        text = str(ctx.probe(VBOOST).get("stdout") or "")
         raise HarnessError(f"could not read vboost rows from `nvidia-smi boost-slider -l`: {text.strip()[:120]!r}")
     changed = [r for r in rows if r["current"] != r["default"]]
     evidence = {"gpus": rows}

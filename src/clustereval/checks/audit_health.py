@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
-from clustereval.checks.audit_scheduler import is_null, seconds, sections, slurm_config
+from clustereval.checks.audit_scheduler import is_null, seconds, slurm_config
 
 PROGRAMS_PROBE = "health_slurm_programs"
 DCGMI_PROBE = "health_dcgmi_version"
@@ -43,24 +43,14 @@ def has_gpus(ctx: Context) -> bool | None:
 
 
 def programs(ctx: Context) -> dict[str, Any]:
-    """The ``health_slurm_programs`` probe: ``{"programs": [{key, path, exists, executable, text}], "nhc": …}``."""
-    text = ctx.probe(PROGRAMS_PROBE).get("stdout", "")
-    parts = sections(text)
-    failed = next((s for s in parts if s["kind"] == "scontrol"), None)
+    """The ``health_slurm_programs`` probe (parser ``probe-health-programs``): ``programs`` ({key, path,
+    exists, executable, text}), ``nhc_paths``, ``nhc_conf``; a skip when the node has no Slurm configuration."""
+    found = ctx.parsed(PROGRAMS_PROBE)
+    failed = found["scontrol_failed"]
     if failed:
         raise Skip(f"`scontrol show config` failed on {ctx.subject} (exit {failed.get('rc')}): no Slurm "
                    "configuration to read")
-    out: dict[str, Any] = {"programs": [], "nhc_paths": [], "nhc_conf": ""}
-    for section in parts:
-        if section["kind"] == "program":
-            out["programs"].append({"key": section.get("key"), "path": section.get("path"),
-                                    "exists": section.get("exists") == "yes",
-                                    "executable": section.get("executable") == "yes",
-                                    "text": "\n".join(section["body"])})
-        elif section["kind"] == "nhc":
-            out["nhc_paths"].append(section.get("path"))
-            out["nhc_conf"] += "\n".join(section["body"])
-    return out
+    return found
 
 
 def _of(found: dict[str, Any], *keys: str) -> list[dict[str, Any]]:

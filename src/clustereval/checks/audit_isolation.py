@@ -18,7 +18,6 @@ from clustereval.checks import Context, HarnessError, Skip, Verdict, check
 from clustereval.checks.audit_gpustack import (
     TOPO,
     driver_params,
-    first,
     iommu_groups,
     is_vm_guest,
     node_facts,
@@ -26,6 +25,7 @@ from clustereval.checks.audit_gpustack import (
     privileged,
     require_gpu,
 )
+from clustereval.parsers.probe_key_values import first
 
 NODE = "isolation_node"
 LISTEN = "isolation_listen"
@@ -242,20 +242,6 @@ def nvlink_boundary(ctx: Context) -> Verdict:
                    "to all", evidence=evidence)
 
 
-def listeners(text: str) -> list[tuple[str, int]]:
-    """(address, port) of ``ss -Hltn`` rows (iproute2 5.x/6.x: State Recv-Q Send-Q Local Peer)."""
-    out = []
-    for line in text.splitlines():
-        cols = line.split()
-        if len(cols) < 4:
-            continue
-        local = cols[3]
-        host, _, port = local.rpartition(":")
-        if port.isdigit():
-            out.append((host.strip("[]").split("%")[0], int(port)))
-    return out
-
-
 def _loopback(host: str) -> bool:
     if host in ("localhost",):
         return True
@@ -267,13 +253,15 @@ def _loopback(host: str) -> bool:
 
 @check("audit.isolation.observability")
 def observability(ctx: Context) -> Verdict:
-    text = ctx.probe(LISTEN).get("stdout", "")
-    if text.strip() and not re.search(r"LISTEN|UNCONN|:\d+\s", text):
+    data = ctx.parsed(LISTEN)
+    if not data["understood"]:
+        text = str(ctx.probe(LISTEN).get("stdout") or "")
         raise HarnessError(f"`ss -Hltn` output not understood: {text.strip()[:120]!r}")
-    socks = [(h, p) for h, p in listeners(text) if not _loopback(h)]
+    listening = [(row["host"], row["port"]) for row in data["sockets"] if row["port"] is not None]
+    socks = [(h, p) for h, p in listening if not _loopback(h)]
     backends = sorted({f"{BACKEND_PORTS[p]} on {h or '*'}:{p}" for h, p in socks if p in BACKEND_PORTS})
     exporters = sorted({f"{EXPORTER_PORTS[p]} on {h or '*'}:{p}" for h, p in socks if p in EXPORTER_PORTS})
-    evidence = {"backends": backends, "exporters": exporters, "listening_sockets": len(listeners(text))}
+    evidence = {"backends": backends, "exporters": exporters, "listening_sockets": len(listening)}
     if backends:
         return Verdict("fail", f"observability backend(s) listening on a tenant-reachable address: "
                        f"{'; '.join(backends)}", len(backends), evidence=evidence)

@@ -18,6 +18,7 @@ from typing import Any
 from clustereval import baselines, yamldata
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
 from clustereval.parsers import ParseError, parse
+from clustereval.parsers.probe_k8s import can_i_answers, pvc_test
 
 NOT_K8S = ("no Kubernetes API facts were collected: not a Kubernetes cluster (run with "
            "clustereval_harness=k8s and a kubeconfig on clustereval_k8s_api_host)")
@@ -218,33 +219,10 @@ CAN_I_REQUIRED = ("create pods", "create jobs.batch")
 CAN_I_WANTED = ("list nodes", "list pods --all-namespaces", "create persistentvolumeclaims", "create services")
 
 
-def parse_can_i(text: str) -> dict[str, dict[str, Any]]:
-    """Answers of the ``k8s_can_i`` loop: lines ``<verb resource>: <kubectl auth can-i output>``.
-
-    ``kubectl auth can-i`` prints ``yes``, or ``no`` optionally followed by `` - <reason>``; warnings
-    and errors arrive on the same stream (stderr was redirected) and are kept as ``messages``.
-    """
-    answers: dict[str, dict[str, Any]] = {}
-    for line in text.splitlines():
-        question, sep, said = line.partition(": ")
-        if not sep:
-            continue
-        entry = answers.setdefault(question.strip(), {"allowed": None, "reason": None, "messages": []})
-        said = said.strip()
-        if said == "yes":
-            entry["allowed"] = True
-        elif said == "no" or said.startswith("no - "):
-            entry["allowed"] = False
-            entry["reason"] = said[5:] or None
-        elif said:
-            entry["messages"].append(said[:300])
-    return answers
-
-
 @k8s_check("audit.k8s.rbac_access")
 def rbac_access(ctx: Context) -> Verdict:
     _require_k8s(ctx)
-    answers = parse_can_i(str(ctx.probe("k8s_can_i").get("stdout") or ""))
+    answers = ctx.parsed("k8s_can_i")["answers"]
     unanswered = [q for q in CAN_I_REQUIRED + CAN_I_WANTED if (answers.get(q) or {}).get("allowed") is None]
     messages = [m for q in unanswered for m in (answers.get(q) or {}).get("messages", [])]
     if unanswered and any(marker in " ".join(messages).lower() for marker in _UNREACHABLE):
@@ -271,7 +249,8 @@ def rbac_access(ctx: Context) -> Verdict:
 @k8s_check("audit.k8s.helm_access")
 def helm_access(ctx: Context) -> Verdict:
     _require_k8s(ctx)
-    answers = parse_can_i(str((ctx.probes.get("k8s_can_i") or {}).get("stdout") or ""))
+    # Whatever the can-i loop answered, even when it failed: Helm's needs are judged from what is known.
+    answers = can_i_answers(str((ctx.probes.get("k8s_can_i") or {}).get("stdout") or ""))
     needs = ("create secrets", "list secrets", "create deployments.apps")
     denied = [q for q in needs if (answers.get(q) or {}).get("allowed") is False]
     evidence: dict[str, Any] = {"can_i": {q: answers.get(q) for q in needs}}
@@ -289,14 +268,11 @@ def helm_access(ctx: Context) -> Verdict:
         if any(marker in text for marker in _UNREACHABLE):
             raise HarnessError(f"helm could not reach the cluster: {exc}") from None
         raise
-    lines = str(probe.get("stdout") or "").strip().splitlines()
-    version = lines[0].strip() if lines else ""
     try:
-        releases = json.loads("\n".join(lines[1:]) or "null")
-    except json.JSONDecodeError:
-        raise HarnessError(f"`helm list -o json` printed no JSON: {' '.join(lines[1:])[:200]!r}") from None
-    if not re.match(r"v\d+\.\d+", version) or not isinstance(releases, list):
-        raise HarnessError(f"unexpected helm output: {' '.join(lines)[:200]!r}")
+        helm = parse("probe-k8s-helm", str(probe.get("stdout") or ""))
+    except ParseError as exc:
+        raise HarnessError(str(exc)) from None
+    version, releases = helm["version"], helm["releases"]
     evidence.update(helm_version=version, releases_seen=len(releases))
     if denied:
         return Verdict("fail", f"helm {version} lists releases, but the account may not {', '.join(denied)}, "
@@ -650,35 +626,13 @@ def _is_test_pvc(item: dict[str, Any]) -> bool:
     return all(labels.get(k) == v for k, v in TEST_PVC_LABELS.items())
 
 
-def parse_pvc_test(text: str) -> dict[str, list[str]]:
-    """The ``k8s_pvc_test`` probe's ``key=value`` lines as ``{key: [values in order]}``."""
-    out: dict[str, list[str]] = {}
-    for line in str(text or "").splitlines():
-        key, sep, value = line.partition("=")
-        if sep and re.fullmatch(r"[a-z_]+", key):
-            out.setdefault(key, []).append(value)
-    return out
-
-
 def _one(facts: dict[str, list[str]], key: str) -> str:
     return (facts.get(key) or [""])[0]
 
 
-def _json_fact(facts: dict[str, list[str]], key: str) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(_one(facts, key))
-    except ValueError:
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def _pvc_events(facts: dict[str, list[str]]) -> list[dict[str, Any]]:
-    doc = _json_fact(facts, "events_json") or {}
-    items = doc.get("items") if doc.get("kind") == "List" else [doc] if doc.get("kind") == "Event" else []
-    events = [{"type": e.get("type"), "reason": e.get("reason"), "count": e.get("count"),
-               "message": " ".join(str(e.get("message") or "").split())[:400]}
-              for e in items or [] if isinstance(e, dict)]
-    return events[-8:]
+def _pvc_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The claim's last eight events as evidence (messages on one line, cut to 400 characters)."""
+    return [{**e, "message": " ".join(str(e.get("message") or "").split())[:400]} for e in events][-8:]
 
 
 def provisioning_test(ctx: Context, known: list[str]) -> dict[str, Any]:
@@ -693,7 +647,9 @@ def provisioning_test(ctx: Context, known: list[str]) -> dict[str, Any]:
     probe = ctx.probes.get(PVC_PROBE)
     if probe is None:
         return {"outcome": "not_tried", "why": "the provisioning test was not collected", "tried": False}
-    facts = parse_pvc_test(str(probe.get("stdout") or ""))
+    # Read before the exit status is looked at: a test killed at its timeout still names its claim.
+    read = pvc_test(str(probe.get("stdout") or ""))
+    facts = read["values"]
     name = _one(facts, "name")
     leftover = (f": its test PVC {name} may remain until the next audit's sweep (10 minutes on) or "
                 f"`{TEST_PVC_SWEEP}` removes it" if name and "delete_rc" not in facts else "")
@@ -713,7 +669,7 @@ def provisioning_test(ctx: Context, known: list[str]) -> dict[str, Any]:
         if "actions are switched off" in why:
             why = "actions disabled: clustereval_audit_allow_actions=false"
         return {"outcome": "not_tried", "why": why, "tried": False, "leftovers_deleted": _one(facts, "leftovers")}
-    pvc = _json_fact(facts, "pvc_json")
+    pvc = read["pvc"]
     meta, spec = (pvc or {}).get("metadata") or {}, (pvc or {}).get("spec") or {}
     annotations = meta.get("annotations") or {}
     provisioner = (_one(facts, "class_provisioner") or annotations.get("volume.kubernetes.io/storage-provisioner")
@@ -729,7 +685,7 @@ def provisioning_test(ctx: Context, known: list[str]) -> dict[str, Any]:
         "wait_limit_s": _int(_one(facts, "wait_limit_s")),
         "access_modes": ((pvc or {}).get("status") or {}).get("accessModes") or spec.get("accessModes"),
         "capacity": (((pvc or {}).get("status") or {}).get("capacity") or {}).get("storage"),
-        "volume": spec.get("volumeName"), "events": _pvc_events(facts),
+        "volume": spec.get("volumeName"), "events": _pvc_events(read["events"]),
         "create_rc": _int(_one(facts, "create_rc")), "create": "; ".join(facts.get("create") or [])[:400],
         "delete_rc": _int(_one(facts, "delete_rc")), "delete": "; ".join(facts.get("delete") or [])[:400],
         "leftovers_deleted": _one(facts, "leftovers"),
@@ -1367,15 +1323,13 @@ def multinode_nvlink(ctx: Context) -> Verdict:
 
 @check("audit.k8s.kubelet_cpu_manager")
 def kubelet_cpu_manager(ctx: Context) -> Verdict:
-    text = str(ctx.probe("k8s_cpu_manager_state").get("stdout") or "").strip()
-    if text.startswith("absent:"):
-        raise Skip(f"no kubelet CPU manager state on {ctx.subject} ({text[8:]}): no kubelet here")
     try:
-        state = json.loads(text)
-    except json.JSONDecodeError:
-        raise HarnessError(f"cpu_manager_state is not JSON: {text[:120]!r}") from None
-    if not isinstance(state, dict) or "policyName" not in state:
-        raise HarnessError(f"cpu_manager_state has no policyName: {text[:120]!r}")
+        read = parse("probe-k8s-cpu-manager-state", str(ctx.probe("k8s_cpu_manager_state").get("stdout") or ""))
+    except ParseError as exc:
+        raise HarnessError(str(exc)) from None
+    if read["absent"] is not None:
+        raise Skip(f"no kubelet CPU manager state on {ctx.subject} ({read['absent']}): no kubelet here")
+    state = read["state"]
     policy = str(state["policyName"])
     evidence = {"policyName": policy, "defaultCpuSet": state.get("defaultCpuSet"),
                 "pinned_containers": sum(len(v) for v in (state.get("entries") or {}).values()

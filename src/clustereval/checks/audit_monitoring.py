@@ -16,7 +16,6 @@ from typing import Any
 from clustereval import baselines, yamldata
 from clustereval.checks import Context, HarnessError, Skip, Verdict, check
 from clustereval.checks.audit_health import GPU_PROBE, has_gpus, programs
-from clustereval.checks.audit_scheduler import sections
 from clustereval.parsers import ParseError, parse
 from clustereval.parsers.kernel_xid import xid_info
 
@@ -90,22 +89,9 @@ def idle_thermals(ctx: Context) -> Verdict:
                    + note, value, unit="W", expected=expected, evidence=evidence)
 
 
-def kernel_log_sources(text: str) -> list[dict[str, Any]]:
-    """The ``monitoring_kernel_log`` probe: one entry per log source with its rc, size and Xid lines."""
-    out = []
-    for section in sections(text):
-        if "source" not in section:
-            continue
-        rc, lines = section.get("rc", ""), section.get("lines", "")
-        out.append({"source": section["source"], "rc": int(rc) if rc.lstrip("-").isdigit() else None,
-                    "lines": int(lines) if lines.isdigit() else 0,
-                    "xid_lines": [line for line in section["body"] if line.strip()]})
-    return out
-
-
 @check("audit.monitoring.xid_history")
 def xid_history(ctx: Context) -> Verdict:
-    sources = kernel_log_sources(ctx.probe(KERNEL_LOG_PROBE).get("stdout", ""))
+    sources = ctx.parsed(KERNEL_LOG_PROBE)["sources"]
     readable = [s for s in sources if s["rc"] == 0 and s["lines"] > 0]
     evidence: dict[str, Any] = {"sources": {s["source"]: {"rc": s["rc"], "lines": s["lines"]} for s in sources}}
     if not readable:
@@ -152,32 +138,11 @@ def xid_history(ctx: Context) -> Verdict:
     return Verdict(status, f"{lead}: {text}", len(events), evidence=evidence)
 
 
-def parse_listeners(text: str) -> tuple[set[int], set[str], bool]:
-    """Listening TCP ports, process names (``ss -p`` users and ``ps`` comm) and whether ss printed anything."""
-    ports: set[int] = set()
-    names: set[str] = set()
-    saw_ss = False
-    for section in sections(text):
-        if section["kind"] == "ss":
-            for line in section["body"]:
-                fields = line.split()
-                if len(fields) < 4 or fields[0] != "LISTEN":
-                    continue
-                saw_ss = True
-                local = fields[3]
-                port = local.rsplit(":", 1)[-1]
-                if port.isdigit():
-                    ports.add(int(port))
-                names.update(re.findall(r'\(\("([^"]+)"', line))
-        elif section["kind"] == "ps":
-            names.update(line.strip() for line in section["body"] if line.strip())
-    return ports, names, saw_ss
-
-
 @check("audit.monitoring.exporters")
 def exporters(ctx: Context) -> Verdict:
-    ports, names, saw_ss = parse_listeners(ctx.probe(LISTENERS_PROBE).get("stdout", ""))
-    if not saw_ss:
+    listening = ctx.parsed(LISTENERS_PROBE)
+    ports, names = set(listening["ports"]), set(listening["processes"])
+    if not listening["ss_listed"]:
         raise HarnessError(f"`ss -ltn` listed no listening socket on {ctx.subject} (not even sshd)")
     gpus = has_gpus(ctx)
     found: dict[str, dict[str, Any]] = {}
@@ -202,24 +167,9 @@ def exporters(ctx: Context) -> Verdict:
     return Verdict("pass", f"metrics exporters on {ctx.subject}: {seen}", len(present), evidence=evidence)
 
 
-def parse_cpufreq(text: str) -> dict[str, Any]:
-    """The ``monitoring_cpufreq`` probe: ``{"cpus", "driver", "governors": {cpu: governor}}``."""
-    out: dict[str, Any] = {"cpus": None, "driver": None, "governors": {}}
-    for line in text.splitlines():
-        key, _, value = line.partition(": ")
-        if key == "cpus":
-            out["cpus"] = int(value) if value.strip().isdigit() else None
-        elif key == "driver":
-            out["driver"] = value.strip()
-        elif key.endswith("/scaling_governor"):
-            cpu = re.search(r"/(cpu\d+)/", key)
-            out["governors"][cpu.group(1) if cpu else key] = value.strip()
-    return out
-
-
 @check("audit.monitoring.cpu_governor")
 def cpu_governor(ctx: Context) -> Verdict:
-    data = parse_cpufreq(ctx.probe(CPUFREQ_PROBE).get("stdout", ""))
+    data = ctx.parsed(CPUFREQ_PROBE)
     if data["cpus"] is None:
         raise HarnessError("the cpufreq probe printed no CPU count")
     governors = data["governors"]

@@ -8,7 +8,6 @@ node`` (core probe ``slurm_node``) and two sectioned probes of our own (``schedu
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -22,37 +21,6 @@ NODE_PROBE = "slurm_node"
 # Client commands a tenant uses; sacct belongs to the accounting check.
 CLIENT_COMMANDS = ("sinfo", "squeue", "scontrol", "srun", "sbatch", "salloc")
 NULL_VALUES = {"", "(null)", "none", "n/a", "unlimited", "0"}
-
-
-def sections(text: str) -> list[dict[str, Any]]:
-    """Split a probe's output at ``## kind key=value ...`` headers into ``{"kind", <keys>, "body"}``.
-
-    Text before the first header lands in a section of kind ``""``; plain words after the kind go to
-    ``args`` (``## findmnt root``). Values cannot hold spaces, except the last key's.
-    """
-    out: list[dict[str, Any]] = [{"kind": "", "body": []}]
-    for line in text.splitlines():
-        if line.startswith("## "):
-            words = line[3:].split(" ")
-            section: dict[str, Any] = {"kind": "", "body": []}
-            last = None
-            for word in words:
-                if "=" in word:
-                    key, _, value = word.partition("=")
-                    section[key] = value
-                    last = key
-                elif last is not None:
-                    section[last] += " " + word
-                elif not section["kind"]:
-                    section["kind"] = word
-                else:
-                    section.setdefault("args", []).append(word)
-            if not section["kind"] and words and "=" in words[0]:
-                section["kind"] = words[0].partition("=")[0]
-            out.append(section)
-        else:
-            out[-1]["body"].append(line)
-    return out if out[0]["body"] else out[1:]
 
 
 def is_null(value: Any) -> bool:
@@ -95,59 +63,14 @@ def _controller_hosts(config: dict[str, Any]) -> list[str]:
     return hosts
 
 
-def parse_hardware(text: str) -> dict[str, Any]:
-    """The ``scheduler_node_hardware`` probe: names, nproc, MemTotal (MiB), spool path, findmnt, df."""
-    out: dict[str, Any] = {"mounts": {}}
-    for section in sections(text):
-        body = section["body"]
-        if section["kind"] == "findmnt":
-            which = (section.get("args") or ["?"])[0]
-            try:
-                filesystems = json.loads("\n".join(body) or "{}").get("filesystems") or []
-            except json.JSONDecodeError as exc:
-                raise HarnessError(f"findmnt printed unreadable JSON for {which}: {exc}") from None
-            if filesystems:
-                out["mounts"][which] = {k: filesystems[0].get(k) for k in ("target", "source", "fstype")}
-            continue
-        if section["kind"] == "df":
-            fields = " ".join(body).split()
-            if len(fields) >= 6 and fields[4].endswith("%") and fields[4][:-1].isdigit():
-                out["spool_used_pct"] = int(fields[4][:-1])
-            continue
-        for line in body:
-            key, _, value = line.partition(":")
-            value = value.strip()
-            if key == "MemTotal":
-                kib = re.match(r"(\d+)\s*kB", value)
-                out["mem_total_mb"] = int(kib.group(1)) // 1024 if kib else None
-            elif key == "nproc" and value.isdigit():
-                out["nproc"] = int(value)
-            elif key in ("hostname", "hostname_short", "spool"):
-                out[key] = value
-            elif key in ("Socket(s)", "Core(s) per socket", "Thread(s) per core") and value.isdigit():
-                out[{"Socket(s)": "sockets", "Core(s) per socket": "cores_per_socket",
-                     "Thread(s) per core": "threads_per_core"}[key]] = int(value)
-    return out
-
-
 def _hardware(ctx: Context) -> dict[str, Any]:
-    hardware = parse_hardware(ctx.probe(HARDWARE_PROBE).get("stdout", ""))
+    """The ``scheduler_node_hardware`` probe (parser ``probe-scheduler-hardware``), nproc and MemTotal read."""
+    hardware = ctx.parsed(HARDWARE_PROBE)
+    if not hardware["complete"]:
+        raise HarnessError(hardware["warnings"][0])
     if hardware.get("nproc") is None or hardware.get("mem_total_mb") is None:
         raise HarnessError(f"could not read nproc and MemTotal on {ctx.subject}")
     return hardware
-
-
-def parse_commands(text: str) -> dict[str, dict[str, Any]]:
-    """The ``scheduler_commands`` probe: ``{name: {"rc", "missing", "output"}}``."""
-    out = {}
-    for section in sections(text):
-        if "cmd" not in section:
-            continue
-        rc = section.get("rc")
-        out[section["cmd"]] = {"rc": int(rc) if str(rc).lstrip("-").isdigit() else None,
-                               "missing": section.get("missing") == "yes",
-                               "output": "\n".join(section["body"]).strip()}
-    return out
 
 
 def _last_line(text: str) -> str:
@@ -157,7 +80,7 @@ def _last_line(text: str) -> str:
 
 @check("audit.scheduler.commands")
 def slurm_commands(ctx: Context) -> Verdict:
-    commands = parse_commands(ctx.probe(COMMANDS_PROBE).get("stdout", ""))
+    commands = ctx.parsed(COMMANDS_PROBE)["commands"]
     if not commands:
         raise HarnessError("the Slurm command probe printed no results")
     client = {name: commands[name] for name in CLIENT_COMMANDS if name in commands}
@@ -185,7 +108,7 @@ def accounting(ctx: Context) -> Verdict:
     storage = str(config.get("AccountingStorageType") or "")
     gather = str(config.get("JobAcctGatherType") or "")
     try:
-        sacct = parse_commands(ctx.probe(COMMANDS_PROBE).get("stdout", "")).get("sacct")
+        sacct = ctx.parsed(COMMANDS_PROBE)["commands"].get("sacct")
     except Skip:
         sacct = None
     evidence = {"AccountingStorageType": storage or None, "JobAcctGatherType": gather or None,

@@ -1,19 +1,19 @@
 """Audit check: a shared filesystem mounted at the same path on every node.
 
 Reads util-linux ``findmnt -J -o TARGET,SOURCE,FSTYPE,OPTIONS`` (2.27+; the kernel's mount table,
-children nested), keeps the mounts whose type is a network or parallel filesystem
+children nested; parser ``findmnt-json``), keeps the mounts whose type is a network or parallel filesystem
 (``baselines/sharedfs.yml``) as per-host facts, and compares them across the fleet.
 """
 
 from __future__ import annotations
 
-import json
 from functools import cache
 from importlib import resources
 from typing import Any
 
 from clustereval import yamldata
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check, facts
+from clustereval.parsers.findmnt import filesystems
 
 FINDMNT_PROBE = "sharedfs_findmnt"
 
@@ -24,29 +24,21 @@ def _data() -> dict[str, Any]:
     return yamldata.load(text)
 
 
-def shared_mounts(findmnt_json: str) -> dict[str, dict[str, str]]:
-    """``{target: {"fstype", "source"}}`` of the shared filesystems in ``findmnt -J`` output."""
-    try:
-        tree = json.loads(findmnt_json)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"findmnt printed unreadable JSON: {exc}") from None
-    if not isinstance(tree, dict) or not isinstance(tree.get("filesystems"), list):
-        raise ValueError("findmnt JSON has no 'filesystems' list")
+def shared_mounts(mounts: list[dict[str, Any]] | str) -> dict[str, dict[str, str]]:
+    """``{target: {"fstype", "source"}}`` of the shared filesystems among findmnt's mounts, as the
+    ``findmnt-json`` parser lists them (a mount before those below it), or in ``findmnt -J`` text."""
+    if isinstance(mounts, str):
+        mounts = filesystems(mounts)
     types = set(_data()["shared_fstypes"])
     ignored = tuple(_data().get("ignored_targets") or [])
     out: dict[str, dict[str, str]] = {}
-
-    def walk(items: list[dict[str, Any]]) -> None:
-        for item in items:
-            target = str(item.get("target") or "")
-            fstype = str(item.get("fstype") or "")
-            system = any(target == p or target.startswith(p + "/") for p in ignored)
-            # An automount point whose filesystem is mounted (its child, same target) keeps the real type.
-            if fstype in types and not system and not (fstype == "autofs" and target in out):
-                out[target] = {"fstype": fstype, "source": str(item.get("source") or "")}
-            walk(item.get("children") or [])
-
-    walk(tree["filesystems"])
+    for item in mounts:
+        target = str(item.get("target") or "")
+        fstype = str(item.get("fstype") or "")
+        system = any(target == p or target.startswith(p + "/") for p in ignored)
+        # An automount point whose filesystem is mounted (its child, same target) keeps the real type.
+        if fstype in types and not system and not (fstype == "autofs" and target in out):
+            out[target] = {"fstype": fstype, "source": str(item.get("source") or "")}
     return out
 
 
@@ -55,8 +47,8 @@ def sharedfs_facts(ctx: Context) -> dict[str, Any]:
     """``sharedfs_mounts`` for the fleet check (None with a reason under problems when unreadable)."""
     out: dict[str, Any] = {"problems": {}, "artifacts": {}}
     try:
-        out["sharedfs_mounts"] = shared_mounts(ctx.probe(FINDMNT_PROBE).get("stdout", ""))
-    except (Skip, HarnessError, ProbeFailed, ValueError) as exc:
+        out["sharedfs_mounts"] = shared_mounts(ctx.parsed(FINDMNT_PROBE)["filesystems"])
+    except (Skip, HarnessError, ProbeFailed) as exc:
         out["problems"]["sharedfs"] = str(exc)
     if FINDMNT_PROBE in ctx.probes:
         out["artifacts"]["sharedfs"] = ctx.probes[FINDMNT_PROBE].get("artifact")

@@ -19,7 +19,8 @@ from pathlib import PurePosixPath
 
 from clustereval import baselines
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
-from clustereval.checks.audit_access import fields, first
+from clustereval.parsers.probe_key_values import first
+from clustereval.parsers.probe_software import enroot_version, module_names, mpi_plugins, nccl_version
 
 LIBS_PROBE = "software_libs"
 CONTAINERS_PROBE = "software_containers"
@@ -34,7 +35,8 @@ GPU_STACK_MODULES = ("cuda", "nccl", "hpcx", "hpc-x", "nvhpc", "openmpi", "cudnn
 
 
 def _data(ctx: Context, probe: str) -> dict[str, list[str]]:
-    return fields(ctx.probe(probe).get("stdout", ""))
+    """A software probe's ``key=value`` lines as ``{key: [values…]}`` (parser ``probe-key-equals-value``)."""
+    return ctx.parsed(probe)["values"]
 
 
 def gpu_present(libs: dict[str, list[str]]) -> bool:
@@ -50,12 +52,6 @@ def _require_gpu(ctx: Context) -> dict[str, list[str]]:
     if not gpu_present(libs):
         raise Skip(NO_GPU)
     return libs
-
-
-def nccl_version(path: str) -> str | None:
-    """NCCL version from a resolved library name (``libnccl.so.2.21.5`` -> ``2.21.5``), else None."""
-    match = re.search(r"libnccl\.so\.(\d+\.\d+\.\d+)", PurePosixPath(path).name)
-    return match.group(1) if match else None
 
 
 def container_runtimes(containers: dict[str, list[str]]) -> list[str]:
@@ -99,28 +95,6 @@ def nccl(ctx: Context) -> Verdict:
     summary = {"pass": f"NCCL {newest}", "warn": f"NCCL {newest} is older than {lim.warn}",
                "fail": f"NCCL {newest} is older than {lim.fail}"}[status]
     return Verdict(status, summary, newest, expected=lim.expected(), evidence=evidence)
-
-
-def mpi_plugins(lines: list[str]) -> list[str] | None:
-    """Plugin names from ``srun --mpi=list`` lines (Slurm 20–25 layouts), or None when unrecognisable.
-
-    Older Slurm prints ``srun: MPI types are...`` then ``srun: pmix``; newer prints ``MPI plugin types
-    are...`` then tab-indented names and ``specific pmix plugin versions available: pmix_v4``.
-    """
-    text = "\n".join(lines)
-    if "MPI" not in text or "types are" not in text:
-        return None
-    names: list[str] = []
-    for line in lines:
-        line = line.removeprefix("srun:").strip()
-        if not line or "types are" in line:
-            continue
-        if line.startswith("specific pmix plugin versions available:"):
-            names += [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
-            continue
-        if re.fullmatch(r"[a-z0-9_]+", line):
-            names.append(line)
-    return names
 
 
 @check("audit.software.mpi_pmix")
@@ -179,17 +153,6 @@ def hpc_sdk(ctx: Context) -> Verdict:
     summary = {"pass": f"HPC SDK {version} (nvc {nvc[-1]})", "warn": f"HPC SDK {version} is older than {lim.warn}",
                "fail": f"HPC SDK {version} is older than {lim.fail}"}[status]
     return Verdict(status, summary, version, expected=lim.expected(), evidence=evidence)
-
-
-def module_names(lines: list[str]) -> list[str]:
-    """Module names from ``module -t avail`` (terse: ``/dir:`` headers, then ``name/version`` lines)."""
-    names = []
-    for line in lines:
-        line = line.strip()
-        if not line or line.endswith(":") or line.startswith(("Lmod", "Use \"module", "If the avail")):
-            continue
-        names.append(line.removesuffix("(default)").strip())
-    return names
 
 
 @check("audit.software.lmod")
@@ -282,14 +245,6 @@ def pyxis(ctx: Context) -> Verdict:
                        "broken", evidence=evidence)
     return Verdict("warn", "Pyxis is not installed: `srun --container-image` is unavailable", "absent",
                    evidence=evidence)
-
-
-def enroot_version(lines: list[str]) -> str | None:
-    for line in lines:
-        match = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?)", line.strip())
-        if match:
-            return match.group(1)
-    return None
 
 
 @check("audit.software.enroot")

@@ -20,12 +20,21 @@ from typing import Any
 from clustereval import baselines, security_table
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
 from clustereval.parsers import ParseError, parse
+from clustereval.parsers.probe_versions import (
+    exporter_version,
+    first_version,
+    ib_devices,
+    installed_kernels,
+    kernel_flavour,
+    nvcc_version,
+    os_release,
+    package_rows,
+)
 
 PROBE = "versions_inventory"
 # `dcgmi -v` starts once per node, in the health area's probe; the versions checks read it there.
 DCGMI_PROBE = "health_dcgmi_version"
 GPU_PROBE = "nvidia_smi_q_x"
-_SECTION = re.compile(r"^### (\S+)(?: (absent|rc=(\d+)))?$")
 # ConnectX / BlueField adapters show a Mellanox "MT<device id>" hca_type; soft-RoCE and EFA do not.
 _BLUEFIELD_HCA = {"MT41682", "MT41686", "MT41692", "MT41693"}  # BlueField, BlueField-2, BlueField-3 (+ VF)
 _BLUEFIELD_FAMILIES = {18, 24, 32}  # firmware family field of BlueField, BlueField-2, BlueField-3
@@ -33,56 +42,13 @@ _BLUEFIELD_FAMILIES = {18, 24, 32}  # firmware family field of BlueField, BlueFi
 
 @dataclass
 class Section:
+    """One tool's section of the versions probe (see :mod:`clustereval.parsers.probe_versions`), or a
+    version tool another probe runs, read the same way."""
+
     name: str
     present: bool
     rc: int | None
     text: str
-
-
-def parse_sections(text: str) -> dict[str, Section]:
-    """The probe's sections by name; a section with no closing ``rc=`` line (cut short) has rc None."""
-    sections: dict[str, Section] = {}
-    current: str | None = None
-    lines: list[str] = []
-    for line in text.splitlines():
-        match = _SECTION.match(line)
-        if not match:
-            if current is not None:
-                lines.append(line)
-            continue
-        name, marker, rc = match.groups()
-        if marker == "absent":
-            sections[name] = Section(name, False, None, "")
-            current = None
-        elif rc is not None and current == name:
-            sections[name] = Section(name, True, int(rc), "\n".join(lines).strip("\n"))
-            current = None
-        else:
-            if current is not None:
-                sections[current] = Section(current, True, None, "\n".join(lines).strip("\n"))
-            current, lines = name, []
-    if current is not None:
-        sections[current] = Section(current, True, None, "\n".join(lines).strip("\n"))
-    return sections
-
-
-def package_rows(text: str) -> dict[str, str]:
-    """``{package: version}`` of installed packages from the probe's dpkg-query / rpm rows."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        cells = line.split("\t")
-        if len(cells) >= 3 and cells[2].strip().startswith("ii"):
-            out[cells[0].strip()] = cells[1].strip()
-    return out
-
-
-def nvcc_version(text: str) -> str | None:
-    """``V13.0.88`` from ``Cuda compilation tools, release 13.0, V13.0.88`` (the release if no V-number)."""
-    match = re.search(r"release (\d+\.\d+), V(\d+(?:\.\d+)+)", text)
-    if match:
-        return match.group(2)
-    match = re.search(r"release (\d+\.\d+)", text)
-    return match.group(1) if match else None
 
 
 def driver_from_proc(text: str) -> str | None:
@@ -104,83 +70,16 @@ def dcgm_versions(text: str) -> dict[str, str]:
     return {key: value for key, value in found.items() if value}
 
 
-def exporter_version(text: str) -> str | None:
-    """The exporter half of a ``<DCGM>-<exporter>`` tag (``4.5.3-4.8.2`` -> ``4.8.2``), else the version."""
-    match = re.search(r"(\d+\.\d+\.\d+)-(\d+\.\d+\.\d+)", text)
-    if match:
-        return match.group(2)
-    match = re.search(r"(?<![\w.])v?(\d+\.\d+\.\d+)", text)
-    return match.group(1) if match else None
-
-
-def first_version(text: str) -> str | None:
-    """The first dotted version after the word "version" (``runc version 1.1.12``), else the first one."""
-    match = re.search(r"version\s*:?\s*v?(\d+(?:\.\d+)+[^\s,]*)", text, re.IGNORECASE)
-    if match:
-        return match.group(1)
-    match = re.search(r"(?<![\w.])v?(\d+(?:\.\d+)+[^\s,]*)", text)
-    return match.group(1) if match else None
-
-
-def ib_devices(text: str) -> list[dict[str, str]]:
-    """Rows ``device<TAB>fw_ver<TAB>hca_type<TAB>board_id`` of the probe's /sys/class/infiniband walk."""
-    rows = []
-    for line in text.splitlines():
-        cells = line.split("\t")
-        if not cells[0].strip():
-            continue
-        cells += [""] * (4 - len(cells))
-        rows.append({"device": cells[0].strip(), "fw_ver": cells[1].strip(), "hca_type": cells[2].strip(),
-                     "board_id": cells[3].strip()})
-    return rows
-
-
-def os_release(text: str) -> dict[str, str]:
-    out = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            out[key.strip()] = value.strip().strip('"')
-    return out
-
-
-def kernel_flavour(release: str) -> str:
-    """The flavour suffix of a kernel release (``6.8.0-124-generic`` -> ``generic``; none -> "")."""
-    match = re.search(r"-([A-Za-z][\w.-]*)$", release)
-    return match.group(1) if match else ""
-
-
-def installed_kernels(sections: dict[str, Section]) -> dict[str, str]:
-    """``{kernel release: where it was seen}`` from dpkg, rpm and /boot images."""
-    found: dict[str, str] = {}
-    for source in ("dpkg", "rpm"):
-        sec = sections.get(source)
-        if not sec or not sec.present:
-            continue
-        for package, version in package_rows(sec.text).items():
-            if source == "dpkg" and package.startswith("linux-image-"):
-                release = re.sub(r"-unsigned$", "", package[len("linux-image-"):])
-                if release[:1].isdigit():
-                    found.setdefault(release, f"dpkg {package} {version}")
-            elif source == "rpm" and package in ("kernel", "kernel-core"):
-                found.setdefault(version, f"rpm {package}")
-    boot = sections.get("boot")
-    for line in (boot.text if boot else "").splitlines():
-        release = re.sub(r"^(vmlinuz|vmlinux|Image)-", "", line.strip())
-        if release and release[:1].isdigit():
-            found.setdefault(release, f"/boot/{line.strip()}")
-    return found
-
-
 # ---------------------------------------------------------------------------------------- plumbing
 
 
 def _sections(ctx: Context) -> dict[str, Section]:
-    text = ctx.probe(PROBE).get("stdout", "")
-    sections = parse_sections(text)
-    if not sections:
+    """The versions probe's sections (parser ``probe-versions-inventory``); none at all is a harness error."""
+    found = ctx.parsed(PROBE)["sections"]
+    if not found:
+        text = ctx.probe(PROBE).get("stdout", "")
         raise HarnessError(f"the versions probe printed no sections: {text[:120]!r}")
-    return sections
+    return {name: Section(name, **sec) for name, sec in found.items()}
 
 
 def _section(sections: dict[str, Section], name: str) -> Section:
@@ -405,7 +304,7 @@ def kernel_pending(ctx: Context) -> Verdict:
     running = _section(sections, "uname").text.strip()
     if not running or not baselines.version_key(running):
         raise HarnessError(f"`uname -r` printed no kernel release: {running[:80]!r}")
-    installed = installed_kernels(sections)
+    installed = installed_kernels(ctx.parsed(PROBE)["sections"])
     flavour = kernel_flavour(running)
     same = {rel: src for rel, src in installed.items() if kernel_flavour(rel) == flavour}
     evidence = {"running": running, "flavour": flavour, "installed": installed}
