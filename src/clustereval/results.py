@@ -176,10 +176,13 @@ def subject_hosts(subject: Any) -> list[str]:
     if not text or text == CLUSTER_SUBJECT or ":" in text.split("/", 1)[0]:
         return []
     if PAIR_SEPARATOR in text:
-        return [part for part in text.split(PAIR_SEPARATOR) if part]
-    if SET_SEPARATOR in text:
-        return [part for part in text.split(SET_SEPARATOR) if part]
-    return [text.split("/", 1)[0]]
+        parts = text.split(PAIR_SEPARATOR)
+    elif SET_SEPARATOR in text:
+        parts = text.split(SET_SEPARATOR)
+    else:
+        parts = [text]
+    # A pair or set of components (``n1/gpu0->n2/gpu3``) names the components' hosts, each once.
+    return list(dict.fromkeys(part.split("/", 1)[0] for part in parts if part))
 
 
 def to_task_result(results: list[dict[str, Any]]) -> str:
