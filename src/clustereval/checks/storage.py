@@ -1,11 +1,27 @@
-"""Storage checks: node-local scratch bandwidth measured with fio."""
+"""Storage checks: node-local scratch bandwidth measured with fio, judged against what backs the scratch
+directory (NVMe, SSD, a virtual disk...) as the storage_scratch_device probe found it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from clustereval import baselines
-from clustereval.checks import Context, HarnessError, Verdict, check
+from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
+
+DEVICE_PROBE = "storage_scratch_device"
+
+
+def _scratch_facts(ctx: Context) -> dict[str, Any]:
+    """The host's facts plus what backs its scratch directory (``scratch_kind``, ``scratch_transport``...)."""
+    out = dict(ctx.facts)
+    try:
+        device = ctx.parsed(DEVICE_PROBE)
+    except (Skip, HarnessError, ProbeFailed) as exc:
+        out["scratch_problem"] = str(exc)
+        return out
+    out.update(scratch_kind=device["kind"], scratch_transport=device["transport"], scratch_fstype=device["fstype"],
+               scratch_source=device["source"], scratch_rotational=device["rotational"])
+    return out
 
 
 def _fio_bandwidth(ctx: Context, check_id: str, probe: str, direction: str) -> Verdict:
@@ -19,7 +35,8 @@ def _fio_bandwidth(ctx: Context, check_id: str, probe: str, direction: str) -> V
     if mibps is None:
         mibps = sum((job.get(direction) or {}).get("bw_mibps") or 0 for job in jobs)
     mbps = round(float(mibps) * 1.048576, 1)
-    lim = ctx.limit("storage", check_id)
+    facts = _scratch_facts(ctx)
+    where = ctx.options.get("scratch_dir") or "scratch"
     first = jobs[0].get(direction) or {}
     evidence: dict[str, Any] = {
         "fio_version": data.get("fio_version"),
@@ -28,18 +45,23 @@ def _fio_bandwidth(ctx: Context, check_id: str, probe: str, direction: str) -> V
         "clat_mean_us": first.get("clat_mean_us"),
         "clat_p99_us": (first.get("clat_percentiles_us") or {}).get("99.000000"),
         "directory": ctx.options.get("scratch_dir"),
+        "scratch": {k: v for k, v in facts.items() if k.startswith("scratch_")},
     }
+    try:
+        lim = baselines.reference("storage", check_id, facts, ctx.params, ctx.options.get("baseline_overrides"))
+    except baselines.NoReference as exc:
+        raise Skip(f"{direction} {mbps:.0f} MB/s on {where}; {exc}") from None
     if errors:
         return Verdict("fail", f"fio reported I/O errors: {errors}", mbps, "MB/s", lim.expected(), evidence)
     if mbps <= 0:
-        return Verdict("fail", f"fio moved no data in {direction} on {ctx.options.get('scratch_dir')}",
-                       mbps, "MB/s", lim.expected(), evidence)
+        return Verdict("fail", f"fio moved no data in {direction} on {where}", mbps, "MB/s", lim.expected(),
+                       evidence)
     status = baselines.grade(mbps, lim)
-    where = ctx.options.get("scratch_dir") or "scratch"
+    backing = facts.get("scratch_kind") or "unidentified device"
     summary = {
-        "pass": f"{direction} {mbps:.0f} MB/s on {where}",
-        "warn": f"{direction} {mbps:.0f} MB/s on {where}, below the expected {lim.warn} MB/s",
-        "fail": f"{direction} {mbps:.0f} MB/s on {where}, below the failure level {lim.fail} MB/s",
+        "pass": f"{direction} {mbps:.0f} MB/s on {where} ({backing})",
+        "warn": f"{direction} {mbps:.0f} MB/s on {where} ({backing}), below the expected {lim.warn} MB/s",
+        "fail": f"{direction} {mbps:.0f} MB/s on {where} ({backing}), below the failure level {lim.fail} MB/s",
     }[status]
     return Verdict(status, summary, mbps, "MB/s", lim.expected(), evidence)
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clustereval.sim import overlays, sharedfs
+from clustereval.sim import netfaults, overlays, sharedfs
 from clustereval.sim.profile import load_profile, node_names, node_settings, render_node
 
 SHIM_SOURCES = Path(__file__).resolve().parent / "shims"
@@ -729,6 +729,13 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
         if node["name"] in sshd_procs:
             _start_exporters(directory, state, node, sshd_procs[node["name"]].pid)
     _mount_shared_fs(directory, state, node_list, {name: proc.pid for name, proc in sshd_procs.items()})
+    slow = {n["address"]: n["settings"]["faults"]["network_slow"] or {} for n in node_list
+            if "network_slow" in n["settings"].get("faults", {})}
+    try:
+        state["network_faults"] = netfaults.apply(slurm_name, slow)
+    except netfaults.NetFaultError as exc:
+        raise SimError(str(exc)) from None
+    _write_state(directory, state)
 
     for node in node_list:
         s = node["state"]["slurm"]
@@ -878,6 +885,9 @@ def down(directory: str | Path) -> dict[str, Any]:
         targets.setdefault(pid, "node process")
     signalled = _terminate(set(targets))
     stopped = [{"pid": pid, "what": targets[pid]} for pid in sorted(signalled)]
+    if state.get("network_faults") and state.get("slurm_name"):
+        netfaults.remove(state["slurm_name"])
+        state["network_faults"] = []
     with contextlib.suppress(OSError):
         (
             Path("/tmp/clustereval-sim-blocks") / hashlib.sha256(str(directory).encode()).hexdigest()[:16]

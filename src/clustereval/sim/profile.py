@@ -148,9 +148,9 @@ def load_profile(name_or_path: str | Path) -> dict[str, Any]:
         name = f"node{key}" if isinstance(key, int) or str(key).isdigit() else str(key)
         if not isinstance(override, dict):
             raise ProfileError(f"profile {path}: nodes.{key} must be a mapping")
-        from clustereval.sim import overlays, sharedfs
+        from clustereval.sim import netfaults, overlays, sharedfs
 
-        known = KNOWN_FAULTS | overlays.faults() | sharedfs.FAULTS
+        known = KNOWN_FAULTS | overlays.faults() | sharedfs.FAULTS | netfaults.FAULTS
         unknown = set(override.get("faults") or {}) - known
         if unknown:
             raise ProfileError(
