@@ -49,7 +49,7 @@ def parse(text: str) -> dict[str, Any]:
         words = value.split()
         if key == "mount":
             seen_mount = True
-            source, fstype = (words + [None, None])[:2]
+            source, fstype = [*words, None, None][:2]
         elif key == "disk" and words:
             disk = words[0]
             rest = words[1:]
