@@ -389,9 +389,9 @@ def k8s_node(name: str, labels: dict[str, str], gpus: int = 8) -> dict:
 def k8s_nodes(nodes: list[dict], **fields) -> dict:
     text = json.dumps({"apiVersion": "v1", "items": nodes, "kind": "List", "metadata": {"resourceVersion": ""}},
                       indent=4)
-    return {"k8s_nodes": {"name": "k8s_nodes", "cmd": "kubectl get nodes -o json", "tool": "kubectl", "rc": 0,
-                          "stdout": text, "stderr": "", "parser": "kubectl-json",
-                          "artifact": "raw/_cluster/kubectl-get-nodes.json", **fields}}
+    defaults = {"cmd": "kubectl get nodes -o json", "tool": "kubectl",
+                "artifact": "raw/_cluster/kubectl-get-nodes.json"}
+    return probe("k8s_nodes", fields.pop("stdout", text), **{**defaults, **fields})
 
 
 def topograph(leaf: str, spine: str = "spine-1", accelerator: str = "nvl-1") -> dict[str, str]:

@@ -1,0 +1,284 @@
+"""Kubernetes audit checks: the GPU, network and MPI operators, and the monitoring stack on the GPU nodes
+(dcgm-exporter with pod attribution, node-exporter, Prometheus)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict
+from clustereval.checks.audit_k8s import (
+    GPU_RESOURCE,
+    Forbidden,
+    component_workloads,
+    describe,
+    healthy,
+    image_version,
+    is_served,
+    k8s_baseline,
+    k8s_check,
+    list_api_resources,
+    list_dra,
+    list_gpu_nodes,
+    list_items,
+    list_nodes,
+    list_workloads,
+    node_allocatable,
+    quantity,
+)
+
+
+def _cr_state(items: list[dict[str, Any]]) -> dict[str, str]:
+    return {i["name"]: str((i.get("status") or {}).get("state") or "unknown") for i in items}
+
+
+@k8s_check("audit.k8s.gpu_operator")
+def gpu_operator(ctx: Context) -> Verdict:
+    gpu_nodes = list_gpu_nodes(ctx)
+    workloads = list_workloads(ctx)
+    operator = component_workloads(workloads, "gpu-operator")
+    if not gpu_nodes and not operator:
+        raise Skip("no NVIDIA GPU node in the cluster (no nvidia.com/gpu resource, GFD or NFD label)")
+    policies = (list_items(ctx, "k8s_clusterpolicies") or []) if "k8s_clusterpolicies" in ctx.probes else []
+    states = _cr_state(policies)
+    plugin = component_workloads(workloads, "nvidia-device-plugin")
+    dra = component_workloads(workloads, "nvidia-dra-driver")
+    dra_classes = [d["name"] for d in (list_dra(ctx) or []) if d["kind"] == "DeviceClass"
+                   and any(drv in d["name"] for drv in k8s_baseline()["dra_gpu_drivers"])]
+    without = sorted(n["name"] for n in gpu_nodes if not quantity(node_allocatable(n).get(GPU_RESOURCE)))
+    if dra_classes and healthy(dra):
+        without = []  # GPUs handed out through DRA are not an extended resource
+    total = sum(quantity(node_allocatable(n).get(GPU_RESOURCE)) for n in gpu_nodes)
+    evidence = {"gpu_nodes": len(gpu_nodes), "allocatable_gpus": total, "nodes_without_gpus": without,
+                "cluster_policies": states, "operator": describe(operator), "device_plugin": describe(plugin),
+                "dra_driver": describe(dra), "dra_device_classes": dra_classes,
+                "operator_version": next((w["version"] for w in operator if w["version"]), None)}
+    bad_policy = {n: s for n, s in states.items() if s != "ready"}
+    if without:
+        return Verdict("fail", f"{len(without)} GPU node(s) advertise no allocatable nvidia.com/gpu: "
+                               f"{', '.join(without[:10])}" + (f" (ClusterPolicy {bad_policy})" if bad_policy else ""),
+                       len(gpu_nodes) - len(without), evidence=evidence)
+    if bad_policy:
+        return Verdict("fail", f"GPU Operator ClusterPolicy not ready: "
+                               f"{', '.join(f'{n}={s}' for n, s in bad_policy.items())}", len(gpu_nodes),
+                       evidence=evidence)
+    unhealthy = [w for w in operator + plugin + dra if not healthy([w])]
+    if unhealthy:
+        return Verdict("warn", f"GPUs are advertised but some GPU stack workloads are not fully ready: "
+                               f"{describe(unhealthy)}", len(gpu_nodes), evidence=evidence)
+    if operator:
+        return Verdict("pass", f"GPU Operator {evidence['operator_version'] or ''} ready"
+                       f"{' (ClusterPolicy ready)' if states else ''}; {total} GPUs allocatable on "
+                       f"{len(gpu_nodes)} nodes".replace("  ", " "), len(gpu_nodes), evidence=evidence)
+    how = "DRA driver" if dra_classes else ("device plugin " + describe(plugin) if plugin else
+                                            "a device plugin managed outside the cluster's workloads")
+    return Verdict("pass", f"{total} GPUs allocatable on {len(gpu_nodes)} nodes via {how} (no GPU Operator)",
+                   len(gpu_nodes), evidence=evidence)
+
+
+def _nvidia_nics(nodes: list[dict[str, Any]]) -> list[str]:
+    return [n["name"] for n in nodes if n["labels"].get("feature.node.kubernetes.io/pci-15b3.present") == "true"]
+
+
+@k8s_check("audit.k8s.network_operator")
+def network_operator(ctx: Context) -> Verdict:
+    nodes = list_nodes(ctx)
+    workloads = list_workloads(ctx)
+    operator = component_workloads(workloads, "network-operator")
+    policies = (list_items(ctx, "k8s_nicclusterpolicies") or []) if "k8s_nicclusterpolicies" in ctx.probes else []
+    nic_nodes = _nvidia_nics(nodes)
+    if not operator and not policies and not nic_nodes:
+        raise Skip("no NVIDIA (Mellanox 15b3) NIC labelled by NFD and no Network Operator: not applicable")
+    states = _cr_state(policies)
+    plumbing = [c for c in ("rdma-shared-device-plugin", "sriov-device-plugin", "sriov-network-operator")
+                if healthy(component_workloads(workloads, c))]
+    evidence = {"operator": describe(operator), "nic_cluster_policies": states,
+                "nodes_with_nvidia_nics": len(nic_nodes), "rdma_plumbing_ready": plumbing}
+    bad = {n: s for n, s in states.items() if s != "ready"}
+    if bad:
+        return Verdict("fail", f"NicClusterPolicy not ready: {', '.join(f'{n}={s}' for n, s in bad.items())}",
+                       evidence=evidence)
+    if operator and not healthy(operator):
+        return Verdict("fail", f"Network Operator not ready: {describe(operator)}", evidence=evidence)
+    if operator and not policies:
+        return Verdict("warn", "Network Operator runs but no NicClusterPolicy exists: it deploys nothing",
+                       evidence=evidence)
+    if operator:
+        return Verdict("pass", f"Network Operator ready; NicClusterPolicy {', '.join(states)} ready", evidence=evidence)
+    if plumbing:
+        return Verdict("pass", f"no Network Operator, but RDMA plumbing is ready: {', '.join(plumbing)}",
+                       evidence=evidence)
+    return Verdict("warn", f"{len(nic_nodes)} node(s) have NVIDIA NICs but neither the Network Operator nor an "
+                           "RDMA/SR-IOV device plugin runs: pods get no RDMA devices", evidence=evidence)
+
+
+MPI_KINDS = (("mpijobs", "kubeflow.org", ("mpi-operator", "training-operator")),
+             ("trainjobs", "trainer.kubeflow.org", ("kubeflow-trainer",)))
+
+
+@k8s_check("audit.k8s.mpi_operator")
+def mpi_operator(ctx: Context) -> Verdict:
+    if not list_gpu_nodes(ctx):
+        raise Skip("no GPU nodes in the cluster")
+    workloads = list_workloads(ctx)
+    found, broken = [], []
+    for resource, group, components in MPI_KINDS:
+        parts = [w for comp in components for w in component_workloads(workloads, comp)]
+        served = is_served(ctx, resource, group)
+        if not served and not parts:
+            continue
+        label = f"{resource}.{group}"
+        if not served:
+            broken.append(f"{describe(parts)} runs but {label} is not served")
+        elif not healthy(parts):
+            broken.append(f"{label} is served but its controller is {describe(parts) or 'not running'}")
+        else:
+            found.append(f"{label} ({describe(parts)})")
+    evidence = {"ready": found, "broken": broken}
+    if broken and not found:
+        return Verdict("fail", f"MPI operator broken: {'; '.join(broken)}", evidence=evidence)
+    if broken:
+        return Verdict("warn", f"{'; '.join(found)} ready, but {'; '.join(broken)}", evidence=evidence)
+    if found:
+        return Verdict("pass", f"MPI jobs supported: {'; '.join(found)}", evidence=evidence)
+    return Verdict("warn", "no MPIJob or TrainJob API: MPI launchers must be built by hand", evidence=evidence)
+
+
+# ---------------------------------------------------------------- monitoring
+
+def _monitoring_view(parts: list[dict[str, Any]], component: str) -> list[dict[str, Any]]:
+    """Workloads as evidence, each with the version of the image that made it the component (Grafana's
+    pod starts with its k8s-sidecar containers, Prometheus carries the config reloader)."""
+    images = k8s_baseline()["components"][component].get("images") or []
+    out = []
+    for w in parts:
+        own = [v for img in w["images"] if any(p in img.rsplit(":", 1)[0] for p in images)
+               for v in [image_version(img)] if v]
+        out.append({"workload": f"{w['namespace']}/{w['name']}", "kind": w["kind"], "desired": w["desired"],
+                    "ready": w["ready"], "version": own[0] if own else w["version"]})
+    return out
+
+
+def _monitoring_crds(ctx: Context) -> list[str] | None:
+    """Served metrics-stack custom resources (``servicemonitors.monitoring.coreos.com``); None if unknown."""
+    groups = set(k8s_baseline().get("monitoring_crd_groups") or ())
+    try:
+        return sorted(f"{r['name']}.{r['group']}" for r in list_api_resources(ctx) if r.get("group") in groups)
+    except (ProbeFailed, HarnessError, Skip):
+        return None
+
+
+def _dcgm_service_monitor(ctx: Context) -> bool | None:
+    """The GPU Operator's ``spec.dcgmExporter.serviceMonitor.enabled`` (None without a ClusterPolicy)."""
+    if "k8s_clusterpolicies" not in ctx.probes:
+        return None
+    try:
+        policies = list_items(ctx, "k8s_clusterpolicies") or []
+    except (ProbeFailed, HarnessError, Forbidden, Skip):
+        return None
+    flags = [((p.get("spec") or {}).get("dcgmExporter") or {}).get("serviceMonitor") for p in policies]
+    flags = [f.get("enabled") for f in flags if isinstance(f, dict)]
+    return any(f is True for f in flags) if flags else (False if policies else None)
+
+
+@k8s_check("audit.k8s.monitoring_stack")
+def monitoring_stack(ctx: Context) -> Verdict:
+    """GPU and node exporters on every GPU node and a Prometheus-compatible server scraping them.
+
+    Graded: dcgm-exporter (standalone chart or the GPU Operator's ``nvidia-dcgm-exporter``) absent or
+    ready on no GPU node -> fail (cmax grades a missing dcgm-exporter F); ready on fewer pods than there
+    are GPU nodes -> warn with the numbers (a DaemonSet mid-rollout dips for a minute, a node selector
+    or an untolerated taint leaves nodes out for good); node-exporter absent or short -> warn; no
+    Prometheus (server, agent, operator-managed or a managed collector) or one not ready -> warn.
+    Grafana, Alertmanager and kube-state-metrics are reported, never graded: many labs bring their own
+    dashboards and alerting, or use a hosted Grafana.
+    """
+    gpu_nodes = list_gpu_nodes(ctx)
+    if not gpu_nodes:
+        raise Skip("no GPU nodes in the cluster: there is nothing for dcgm-exporter to export")
+    workloads = list_workloads(ctx)
+    names = ("dcgm-exporter", "node-exporter", "prometheus", "prometheus-operator", "grafana", "alertmanager",
+             "kube-state-metrics")
+    found = {name: component_workloads(workloads, name) for name in names}
+    crds = _monitoring_crds(ctx)
+    total = len(gpu_nodes)
+    dcgm = found["dcgm-exporter"]
+    covered = min(sum(w["ready"] for w in dcgm), total)
+    evidence: dict[str, Any] = {"gpu_nodes": total, "dcgm_exporter_ready_nodes": covered,
+                                **{name.replace("-", "_"): _monitoring_view(parts, name)
+                                   for name, parts in found.items()},
+                                "monitoring_crds": crds, "dcgm_service_monitor": _dcgm_service_monitor(ctx)}
+    if not dcgm:
+        return Verdict("fail", f"no dcgm-exporter workload (DaemonSet or the GPU Operator's nvidia-dcgm-exporter) "
+                               f"on a cluster with {total} GPU node(s): GPU throttling, ECC and NVLink errors go "
+                               "unseen until a job fails", 0, evidence=evidence)
+    if not covered:
+        return Verdict("fail", f"dcgm-exporter is deployed but ready on none of the {total} GPU node(s): "
+                               f"{describe(dcgm)}", 0, evidence=evidence)
+    warnings = []
+    if covered < total:
+        desired = sum(w["desired"] for w in dcgm)
+        why = (f"{desired} scheduled, {covered} ready" if desired > covered else
+               f"its node selector or tolerations leave {total - desired} GPU node(s) out")
+        warnings.append(f"dcgm-exporter ready on {covered} of {total} GPU nodes ({why}: {describe(dcgm)})")
+    nodex = found["node-exporter"]
+    if not nodex:
+        warnings.append("no node-exporter: host memory, disk, network and PCIe/NIC counters are not exported")
+    elif not healthy(nodex) or sum(w["ready"] for w in nodex) < total:
+        warnings.append(f"node-exporter not ready on every node ({describe(nodex)}; {total} GPU nodes)")
+    prom, operator = found["prometheus"], found["prometheus-operator"]
+    if not prom:
+        if operator:
+            where = (f"the Prometheus Operator runs ({describe(operator)}) but no Prometheus server does "
+                     "(no Prometheus resource, or its StatefulSet was never created)")
+        elif crds and "prometheuses.monitoring.coreos.com" in crds:
+            where = "the Prometheus Operator's CRDs are installed but neither the operator nor a Prometheus runs"
+        else:
+            where = ("no Prometheus (server, agent or operator-managed) or other scraper runs in the cluster "
+                     "(one outside it, e.g. a managed service's agentless scraper, is invisible to the API)")
+        warnings.append(f"{where}: the exporters' metrics are not collected")
+    elif not healthy(prom):
+        warnings.append(f"Prometheus not ready: {describe(prom)}")
+    if operator and not healthy(operator):
+        warnings.append(f"Prometheus Operator not ready (ServiceMonitor changes are not applied): "
+                        f"{describe(operator)}")
+    if warnings:
+        return Verdict("warn", "; ".join(warnings), covered, evidence=evidence)
+    grafana = found["grafana"]
+    dashboards = (f"Grafana {describe(grafana)}" if grafana else
+                  "no Grafana in the cluster (not graded: dashboards may live elsewhere)")
+    return Verdict("pass", f"dcgm-exporter ready on all {total} GPU nodes, node-exporter and Prometheus ready "
+                           f"({describe(prom)}); {dashboards}", covered, evidence=evidence)
+
+
+@k8s_check("audit.k8s.gpu_job_attribution")
+def gpu_job_attribution(ctx: Context) -> Verdict:
+    gpu_nodes = list_gpu_nodes(ctx)
+    if not gpu_nodes:
+        raise Skip("no GPU nodes in the cluster")
+    exporters = component_workloads(list_workloads(ctx), "dcgm-exporter")
+    evidence: dict[str, Any] = {"dcgm_exporter": describe(exporters)}
+    if not exporters:
+        return Verdict("fail", "no dcgm-exporter workload: GPU metrics cannot be attributed to pods or jobs",
+                       evidence=evidence)
+    flags = []
+    for w in exporters:
+        env = str(w["env"].get("DCGM_EXPORTER_KUBERNETES", "")).lower()
+        arg = any(a in ("-k", "--kubernetes", "--kubernetes=true") for a in w["args"])
+        flags.append({"workload": f"{w['namespace']}/{w['name']}", "env": w["env"].get("DCGM_EXPORTER_KUBERNETES"),
+                      "arg": arg, "pod_resources": any("pod-resources" in p for p in w["host_paths"]),
+                      "ready": f"{w['ready']}/{w['desired']}"})
+        flags[-1]["kubernetes"] = env == "true" or arg
+    evidence["exporters"] = flags
+    if not any(f["kubernetes"] for f in flags):
+        return Verdict("fail", "dcgm-exporter runs without DCGM_EXPORTER_KUBERNETES=true (or --kubernetes): "
+                               "metrics name GPUs, not pods", evidence=evidence)
+    if not any(f["kubernetes"] and f["pod_resources"] for f in flags):
+        return Verdict("warn", "dcgm-exporter has Kubernetes mapping on but no /var/lib/kubelet/pod-resources "
+                               "mount, so it cannot learn which pod holds a GPU", evidence=evidence)
+    short = [f"{w['namespace']}/{w['name']} {w['ready']}/{len(gpu_nodes)}" for w in exporters
+             if w["kind"] == "DaemonSet" and w["ready"] < len(gpu_nodes)]
+    if short:
+        return Verdict("warn", f"dcgm-exporter attributes metrics to pods but runs on fewer nodes than the "
+                               f"{len(gpu_nodes)} GPU nodes: {', '.join(short)}", evidence=evidence)
+    return Verdict("pass", "dcgm-exporter maps GPU metrics to pods (DCGM_EXPORTER_KUBERNETES=true, pod-resources "
+                           "mounted)", evidence=evidence)
