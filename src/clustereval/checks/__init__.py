@@ -100,11 +100,7 @@ class Context:
         """The probe ``name`` as collected, whatever its exit status (counted as evidence); raises
         HarnessError when it was not collected or timed out (a probe whose catalogue entry says a timeout
         is the cluster's fault raises :class:`ProbeTimedOut`)."""
-        if self.declared is not None and name not in self.declared:
-            # Select-before-run collects only the probes selected checks name: reading another one would
-            # work in a full run and break under --tags, so it is a bug in the check (or its catalogue entry).
-            raise HarnessError(f"probe {name!r} is not among the probes the check's catalogue entry names "
-                               f"({', '.join(sorted(self.declared)) or 'none'})")
+        self._declared_or_raise(name)
         probe = self.probes.get(name)
         if probe is None:
             raise HarnessError(f"probe {name!r} was not collected on {self.subject}")
@@ -115,6 +111,13 @@ class Context:
                 raise ProbeTimedOut(probe)
             raise HarnessError(f"`{probe.get('cmd')}` timed out after {probe.get('timeout')} s")
         return probe
+
+    def _declared_or_raise(self, name: str) -> None:
+        if self.declared is not None and name not in self.declared:
+            # Select-before-run collects only the probes selected checks name: reading another one would
+            # work in a full run and break under --tags, so it is a bug in the check (or its catalogue entry).
+            raise HarnessError(f"probe {name!r} is not among the probes the check's catalogue entry names "
+                               f"({', '.join(sorted(self.declared)) or 'none'})")
 
     def probe(self, name: str) -> dict[str, Any]:
         """The raw probe ``name``; raises Skip / HarnessError / ProbeFailed as its outcome says."""
@@ -128,6 +131,8 @@ class Context:
     def parsed(self, name: str) -> dict[str, Any]:
         """The probe's output parsed with its tool's parser (cached); parse errors are harness errors."""
         if name in self.parse_cache:
+            # The cache is shared with the facts functions and other checks: it must not lift the rule above.
+            self._declared_or_raise(name)
             if name not in self.used:
                 self.used.append(name)
             return self.parse_cache[name]
@@ -365,6 +370,8 @@ def not_permitted(check_id: str, options: dict[str, Any], host: str | None = Non
         if not options.get("allow_destructive"):
             return "destructive test, not opted in (clustereval_allow_destructive=true and a target list enable it)"
         targets = options.get("destructive_targets") or []
+        if not targets:
+            return "destructive test; clustereval_destructive_targets names no host"
         if host is not None and host not in targets:
             return f"destructive test; {host} is not in clustereval_destructive_targets"
         return None
