@@ -7,6 +7,7 @@ from typing import Any
 
 from clustereval import baselines
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check, facts
+from clustereval.results import worst
 
 GPU_PROBE = "nvidia_smi_q_x"
 KERNEL_PROBE = "uname_r"
@@ -220,7 +221,7 @@ def fleet_gpu_consistency(ctx: Context) -> Verdict:
             levels.add(severity)
     majority_count, _ = _odd_ones(counts)
     if findings:
-        return Verdict("fail" if "fail" in levels else "warn", "; ".join(findings), len(counts), evidence=evidence)
+        return Verdict(worst(levels), "; ".join(findings), len(counts), evidence=evidence)
     return Verdict("pass", f"{len(counts)} nodes agree: {majority_count} GPUs each, same model, driver and CUDA",
                    len(counts), evidence=evidence)
 

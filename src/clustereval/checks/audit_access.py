@@ -13,6 +13,7 @@ from typing import Any
 
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check, facts
 from clustereval.parsers.probe_key_values import first
+from clustereval.results import worst
 
 IDENTITY_PROBE = "access_identity"
 SSH_PROBE = "access_ssh_peer"
@@ -208,7 +209,7 @@ def fleet_identity(ctx: Context) -> Verdict:
             raise HarnessError(f"could not read the account's identity on enough nodes: {detail[:400]}")
         raise Skip(f"fewer than two nodes reported the evaluation account (not assessed: {', '.join(missing) or '-'})")
     evidence: dict[str, Any] = {"nodes_assessed": len(identities), "not_assessed": missing}
-    findings, worst = [], "pass"
+    findings, levels = [], []
     for key, label, level in (("user", "account name", "warn"), ("uid", "UID", "fail"), ("gid", "GID", "fail"),
                               ("home", "home directory", "warn")):
         values = {host: ident.get(key) for host, ident in identities.items()}
@@ -218,9 +219,9 @@ def fleet_identity(ctx: Context) -> Verdict:
         if odd:
             findings.append(f"{label} differs on {', '.join(f'{h} ({v})' for h, v in odd.items())} "
                             f"from the fleet's {majority}")
-            worst = "fail" if level == "fail" or worst == "fail" else "warn"
+            levels.append(level)
     if findings:
-        return Verdict(worst, "; ".join(findings), len(identities), evidence=evidence)
+        return Verdict(worst(levels), "; ".join(findings), len(identities), evidence=evidence)
     sample = next(iter(identities.values()))
     return Verdict("pass", f"{len(identities)} nodes agree: {sample['user']} is UID {sample['uid']}, "
                    f"GID {sample['gid']}, home {sample['home']}", len(identities), evidence=evidence)

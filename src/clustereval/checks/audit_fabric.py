@@ -26,6 +26,7 @@ from clustereval import yamldata
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, audit_k8s, check, facts
 from clustereval.parsers.nvidia_smi_q_x_text import gpu_fabric, lists_gpus
 from clustereval.parsers.probe_fabric import leaf_switch
+from clustereval.results import worst
 
 RDMA_PROBE = "fabric_rdma"
 LINKS_PROBE = "fabric_links"
@@ -701,7 +702,7 @@ def fleet_consistency(ctx: Context) -> Verdict:
             findings.append(f"{label} differ: {'; '.join(diffs)}")
             levels.add(level)
     if findings:
-        return Verdict("fail" if "fail" in levels else "warn", "; ".join(findings), len(rails), evidence=evidence)
+        return Verdict(worst(levels), "; ".join(findings), len(rails), evidence=evidence)
     first = next(iter(rails.values()))
     return Verdict("pass", f"{len(rails)} nodes show the same {len(first)} RDMA port(s) and NIC firmware",
                    len(rails), evidence=evidence)

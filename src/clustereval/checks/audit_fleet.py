@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check, facts
+from clustereval.results import worst
 
 PACKAGES_PROBE = "fleet_packages"
 FIRMWARE_PROBE = "fleet_firmware"
@@ -172,5 +173,5 @@ def firmware(ctx: Context) -> Verdict:
     if not compared:
         raise Skip("the nodes report no firmware versions to compare (no GPUs, HCAs or DMI BIOS data)")
     if findings:
-        return Verdict("fail" if "fail" in levels else "warn", "; ".join(findings), len(flat), evidence=evidence)
+        return Verdict(worst(levels), "; ".join(findings), len(flat), evidence=evidence)
     return Verdict("pass", f"{len(flat)} nodes agree on {', '.join(compared)}", len(flat), evidence=evidence)

@@ -18,6 +18,7 @@ from clustereval.parsers.lspci_bridges import access_denied, bus_ranges
 from clustereval.parsers.nvidia_smi_q_x_text import driver_versions
 from clustereval.parsers.probe_key_values import first
 from clustereval.parsers.probe_versions import sections as version_sections
+from clustereval.results import worst
 
 LSPCI = "gpustack_lspci"
 NODE = "gpustack_node"
@@ -471,12 +472,12 @@ def perf_access(ctx: Context) -> Verdict:
     notes = [f"perf_event_paranoid={paranoid}"]
     if kptr is not None:
         notes.append(f"kptr_restrict={kptr}")
-        if baselines.grade(kptr, kptr_lim) != "pass" and status == "pass":
-            status = "warn"
+        if baselines.grade(kptr, kptr_lim) != "pass":
+            status = worst(status, "warn")
     has_perf = "perf" in (facts.get("tool") or [])
     if not has_perf:
         notes.append("perf not installed")
-        status = "warn" if status == "pass" else status
+        status = worst(status, "warn")
     evidence = {"perf_event_paranoid": paranoid, "kptr_restrict": kptr, "perf_installed": has_perf}
     detail = {"pass": "users can profile", "warn": "user profiling limited",
               "fail": "perf events forbidden to users"}[status]

@@ -18,6 +18,7 @@ from clustereval.checks import Context, HarnessError, Skip, Verdict, check
 from clustereval.checks.audit_health import GPU_PROBE, has_gpus, programs
 from clustereval.parsers import ParseError, parse
 from clustereval.parsers.kernel_xid import xid_info
+from clustereval.results import worst
 
 LISTENERS_PROBE = "monitoring_listeners"
 KERNEL_LOG_PROBE = "monitoring_kernel_log"
@@ -82,7 +83,7 @@ def idle_thermals(ctx: Context) -> Verdict:
     value = max(powers) if powers else None
     note = f" ({len(busy)} busy GPU(s) not judged)" if busy else ""
     if findings:
-        return Verdict("fail" if "fail" in levels else "warn", "; ".join(findings) + note, value, unit="W",
+        return Verdict(worst(levels), "; ".join(findings) + note, value, unit="W",
                        expected=expected, evidence=evidence)
     return Verdict("pass", f"{len(idle)} idle GPU(s) at most {max(temps) if temps else '?'} °C and "
                    f"{max(powers) if powers else '?'} W ({cls} ceilings {temp_lim.warn} °C, {power_lim.warn} W)"
@@ -132,7 +133,7 @@ def xid_history(ctx: Context) -> Verdict:
         return Verdict("pass", f"no Xid or SXid events in the kernel log ({read})", 0, evidence=evidence)
     text = "; ".join(f"{'Xid' if d['kind'] == 'xid' else 'SXid'} {d['code']} ({d['name']}) ×{d['count']}"
                      f"{' on ' + d['pcis'] if d['pcis'] else ''}" for d in described)
-    status = "fail" if "fail" in levels else "warn" if "warn" in levels else "pass"
+    status = worst(levels)
     lead = {"fail": "hardware Xid events in the kernel log", "warn": "Xid events worth a look in the kernel log",
             "pass": "only application-level Xid events in the kernel log"}[status]
     return Verdict(status, f"{lead}: {text}", len(events), evidence=evidence)

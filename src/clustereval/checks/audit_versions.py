@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ from clustereval.parsers.probe_versions import (
     os_release,
     package_rows,
 )
+from clustereval.results import Status, rank
 
 PROBE = "versions_inventory"
 # `dcgmi -v` starts once per node, in the health area's probe; the versions checks read it there.
@@ -38,6 +40,8 @@ GPU_PROBE = "nvidia_smi_q_x"
 # ConnectX / BlueField adapters show a Mellanox "MT<device id>" hca_type; soft-RoCE and EFA do not.
 _BLUEFIELD_HCA = {"MT41682", "MT41686", "MT41692", "MT41693"}  # BlueField, BlueField-2, BlueField-3 (+ VF)
 _BLUEFIELD_FAMILIES = {18, 24, 32}  # firmware family field of BlueField, BlueField-2, BlueField-3
+# The status each state of a table assessment gives (see _word): a grace period or an unknown version warns.
+STATE_STATUS = {"pass": Status.PASS, "grace": Status.WARN, "unknown": Status.WARN, "fail": Status.FAIL}
 
 
 @dataclass
@@ -107,6 +111,12 @@ def _verdict(ctx: Context, component: str, observed: str | None, what: str, sour
     table = _table(ctx)
     result = table.assess(component, observed, _today(ctx), line=line)
     return _word(table, result, what, source, evidence)
+
+
+def _graded(states: Iterable[str]) -> str:
+    """The state a verdict over several assessments is worded from: the one whose status is worst, a grace
+    period before an unknown version (both warn)."""
+    return max(states, key=lambda state: (rank(STATE_STATUS[state]), state == "grace"))
 
 
 def _word(table: security_table.Table, result: security_table.Assessment, what: str, source: str,
@@ -285,13 +295,14 @@ def nic_firmware(ctx: Context) -> Verdict:
         return ", ".join(f"{d} {per_device[d].get('observed')} ({per_device[d].get('reason')})"
                          for d, s in states.items() if s == state)
 
-    if "fail" in states.values():
+    state = _graded(states.values())
+    if state == "fail":
         return Verdict("fail", f"vulnerable adapter firmware: {named('fail')} ({comp.get('advisory')})",
                        firmware, expected=expected, evidence=evidence)
-    if "grace" in states.values():
+    if state == "grace":
         return Verdict("warn", f"GRACE PERIOD, not a pass: {named('grace')}", firmware, expected=expected,
                        evidence=evidence)
-    if "unknown" in states.values():
+    if state == "unknown":
         return Verdict("warn", f"firmware version unknown, not a pass: {named('unknown')}", firmware,
                        expected=expected, evidence=evidence)
     return Verdict("pass", f"{len(adapters)} adapter(s) at or above their train's minimum: {', '.join(firmware)}",
@@ -405,9 +416,9 @@ def hpc_sdk(ctx: Context) -> Verdict:
     today = _today(ctx)
     results = {path: table.assess("hpc_sdk", path.rsplit("/", 1)[-1], today) for path in lines}
     evidence = {"installed": {p: r.evidence() for p, r in results.items()}}
-    worst = next(r for state in ("fail", "grace", "unknown", "pass") for r in results.values()
-                  if r.state == state)
-    verdict = _word(table, worst, "HPC SDK", "/opt/nvidia/hpc_sdk", evidence)
+    state = _graded(r.state for r in results.values())
+    verdict = _word(table, next(r for r in results.values() if r.state == state), "HPC SDK", "/opt/nvidia/hpc_sdk",
+                    evidence)
     if len(results) > 1:
         verdict.summary += f" ({len(results)} releases installed: " \
                            f"{', '.join(p.rsplit('/', 1)[-1] for p in lines)})"
