@@ -43,6 +43,9 @@ class Limit:
     basis: str | None = None
     matched: str | None = None
     points: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The warn/fail levels as the reference wrote them (``"0.9x"``): a point with its own reference takes
+    # the relative ones of it.
+    levels: dict[str, Any] = field(default_factory=dict)
 
     def expected(self) -> dict[str, Any]:
         """The ``expected`` block of a check result."""
@@ -64,8 +67,9 @@ class Limit:
         if not spec:
             return self
         reference = _number(spec.get("reference", self.reference))
-        return replace(self, reference=reference, warn=_level(spec.get("warn", self.warn), reference),
-                       fail=_level(spec.get("fail", self.fail), reference), points={})
+        warn, fail = (spec.get(key, self.levels.get(key, getattr(self, key))) for key in ("warn", "fail"))
+        return replace(self, reference=reference, warn=_level(warn, reference), fail=_level(fail, reference),
+                       points={}, levels={})
 
 
 class NoReference(LookupError):
@@ -218,7 +222,7 @@ def reference(area: str, check: str, facts: dict[str, Any] | None = None, params
         if ref_value is None:
             raise NoReference(f"{origin}: the reference is the fact {ref_spec['fact']}, unknown on this hardware")
     elif isinstance(ref_spec, str) and ref_spec in PEER_REFERENCES:
-        values = [v for v in (peers or []) if _number(v) is not None]
+        values = [_number(v) for v in (peers or []) if _number(v) is not None]
         if len(values) < 2:
             raise NoReference(f"{origin}: the reference is the {ref_spec} of the measured peers, and fewer "
                               f"than two were measured")
@@ -230,4 +234,6 @@ def reference(area: str, check: str, facts: dict[str, Any] | None = None, params
     return Limit(check=check, direction=direction, warn=_level(spec.get("warn"), ref_value),
                  fail=_level(spec.get("fail"), ref_value), unit=spec.get("unit", ""),
                  kind=spec.get("kind", "number"), source=origin, reference=ref_value, basis=basis,
-                 matched=str(entry.get("id", "")) or None, points=dict(spec.get("points") or {}))
+                 matched=str(entry.get("id", "")) or None,
+                 points={str(point): dict(limits) for point, limits in (spec.get("points") or {}).items()},
+                 levels={key: spec.get(key) for key in ("warn", "fail")})
