@@ -6,11 +6,13 @@ Understands the statistics block::
     20 packets transmitted, 20 received, 0% packet loss, time 3812ms
     rtt min/avg/max/mdev = 0.020/0.043/0.081/0.015 ms
 
-with ``+N errors`` / ``+N duplicates`` in the counts line, no ``rtt`` line when nothing came back, and
-BusyBox's ``round-trip min/avg/max = a/b/c ms``. Result: ``destination``, ``transmitted``, ``received``,
-``errors``, ``duplicates``, ``loss_pct``, ``time_ms`` and ``rtt_ms`` (``min``/``avg``/``max``/``mdev``, or
-None when no reply came). A name that does not resolve (``ping: NAME: Name or service not known``) and
-output without a statistics block raise ParseError.
+with ``+N duplicates`` / ``+N corrupted`` / ``+N errors`` in the counts line (in that order, as iputils prints
+them), no ``rtt`` line when nothing came back, and BusyBox's ``N packets received, N duplicates`` and
+``round-trip min/avg/max = a/b/c ms``. Result: ``destination``, ``transmitted``, ``received``, ``errors``,
+``duplicates``, ``corrupted``, ``loss_pct``, ``time_ms`` and ``rtt_ms`` (``min``/``avg``/``max``/``mdev``, or
+None when no reply came). Output that stops early (no rtt line after replies, an iputils counts line without
+its ``time``) gives ``complete: False``. A name that does not resolve (``ping: NAME: Name or service not
+known``) and output without a statistics block raise ParseError.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from clustereval.parsers.errors import ParseError
 
 TOOL = "ping"
 _HEAD = re.compile(r"^---\s+(\S+)\s+ping statistics\s+---$")
-_COUNTS = re.compile(r"^(\d+) packets transmitted, (\d+) (?:packets )?received"
-                     r"(?:, \+(\d+) duplicates)?(?:, \+(\d+) errors)?, ([\d.]+)% packet loss(?:, time (\d+)ms)?")
+_COUNTS = re.compile(r"^(\d+) packets transmitted, (\d+) (packets )?received(?:, \+?(\d+) duplicates)?"
+                     r"(?:, \+(\d+) corrupted)?(?:, \+(\d+) errors)?, ([\d.]+)% packet loss(?:, time (\d+)ms)?")
 _RTT = re.compile(r"^(?:rtt|round-trip) min/avg/max(?:/mdev)? = ([\d.]+)/([\d.]+)/([\d.]+)(?:/([\d.]+))? ms")
 _FAILURE = re.compile(r"^ping: (.*)$")
 
@@ -54,9 +56,13 @@ def parse(text: str) -> dict[str, Any]:
                   "mdev": to_float(rtt.group(4)) if rtt.group(4) else None}
     received = to_int(counts.group(2)) or 0
     warnings = [] if rtt is not None or received == 0 else ["replies were counted but no rtt line followed"]
-    return result(TOOL, "iputils" if rtt is None or rtt.group(4) else "busybox",
-                  complete=rtt is not None or received == 0, warnings=warnings, destination=destination,
+    busybox = counts.group(3) is not None  # "N packets received": BusyBox, which prints no time
+    if counts.group(8) is None and not busybox:
+        warnings.append("the counts line stops before its time (the output is cut short)")
+    return result(TOOL, "busybox" if busybox or (rtt is not None and not rtt.group(4)) else "iputils",
+                  complete=(rtt is not None or received == 0) and (busybox or counts.group(8) is not None),
+                  warnings=warnings, destination=destination,
                   transmitted=to_int(counts.group(1)), received=received,
-                  duplicates=to_int(counts.group(3)) or 0, errors=to_int(counts.group(4)) or 0,
-                  loss_pct=to_float(counts.group(5)), time_ms=to_int(counts.group(6)) if counts.group(6) else None,
-                  rtt_ms=rtt_ms)
+                  duplicates=to_int(counts.group(4)) or 0, corrupted=to_int(counts.group(5)) or 0,
+                  errors=to_int(counts.group(6)) or 0, loss_pct=to_float(counts.group(7)),
+                  time_ms=to_int(counts.group(8)) if counts.group(8) else None, rtt_ms=rtt_ms)
