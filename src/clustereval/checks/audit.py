@@ -140,7 +140,7 @@ def slurm_gres(ctx: Context) -> Verdict:
                    slurm_gpus, expected=expected, evidence=evidence)
 
 
-@facts
+@facts(probes=[GPU_PROBE, KERNEL_PROBE])
 def host_facts(ctx: Context) -> dict[str, Any]:
     """Small per-host facts the fleet checks compare (each None with a reason when unavailable)."""
     facts: dict[str, Any] = {"problems": {}}

@@ -172,7 +172,7 @@ def ssh_between_nodes(ctx: Context) -> Verdict:
     return Verdict(status, summary, value, evidence=evidence)
 
 
-@facts
+@facts(probes=[IDENTITY_PROBE])
 def access_facts(ctx: Context) -> dict[str, Any]:
     """The evaluation account's identity on this node, for the fleet identity check."""
     out: dict[str, Any] = {"problems": {}}

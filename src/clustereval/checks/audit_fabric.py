@@ -444,7 +444,7 @@ def imex(ctx: Context) -> Verdict:
 RACK_FEATURE = re.compile(r"^rack[_:=-]?(\w[\w.-]*)$", re.I)
 
 
-@facts
+@facts(probes=[RDMA_PROBE, HOST_PROBE, SLURM_NODE_PROBE, TOPOLOGY_PROBE])
 def fabric_facts(ctx: Context) -> dict[str, Any]:
     """Per-host fabric facts for the cluster checks (rails, naming, QPS, Slurm topology, rack)."""
     out: dict[str, Any] = {"problems": {}, "artifacts": {}}

@@ -26,7 +26,7 @@ GPU_STACK = re.compile(r"^(cuda|libcuda|libnccl|nccl|nvidia|libnvidia|datacenter
 LISTED = 8
 
 
-@facts
+@facts(probes=[PACKAGES_PROBE, FIRMWARE_PROBE, GPU_PROBE])
 def fleet_facts(ctx: Context) -> dict[str, Any]:
     """Package list (with a digest to compare cheaply) and firmware versions of this host.
 

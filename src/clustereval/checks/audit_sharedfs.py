@@ -42,7 +42,7 @@ def shared_mounts(mounts: list[dict[str, Any]] | str) -> dict[str, dict[str, str
     return out
 
 
-@facts
+@facts(probes=[FINDMNT_PROBE])
 def sharedfs_facts(ctx: Context) -> dict[str, Any]:
     """``sharedfs_mounts`` for the fleet check (None with a reason under problems when unreadable)."""
     out: dict[str, Any] = {"problems": {}, "artifacts": {}}
