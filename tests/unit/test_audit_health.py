@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 from tests.conftest import read_corpus
-from tests.helpers import judge, probe
-from tests.unit.test_audit_scheduler import config
+from tests.helpers import probe
+from tests.unit.test_audit_scheduler import config, run
 
 RUN = "test-run"
 NHC_DRAIN = "#!/bin/bash\n/usr/sbin/nhc-genconf\nscontrol update nodename=$HOSTNAME state=drain reason=\"NHC: $1\"\n"
-
-
-def run(check_id: str, probes: dict, **options) -> dict:
-    return judge(check_id, probes, subject="node1", **options)
 
 
 def programs(*items: tuple[str, str, str | None, bool], nhc_conf: str | None = None) -> dict:

@@ -6,15 +6,12 @@ import pytest
 
 from clustereval.checks.audit_monitoring import gpu_class
 from tests.conftest import read_corpus
-from tests.helpers import judge, probe
+from tests.helpers import probe
 from tests.unit.test_audit_health import dcgmi, gpus, programs
+from tests.unit.test_audit_scheduler import run
 
 RUN = "test-run"
 H100 = "NVIDIA H100 80GB HBM3"
-
-
-def run(check_id: str, probes: dict, **options) -> dict:
-    return judge(check_id, probes, subject="node1", **options)
 
 
 def q_x(temps: list[int], powers: list[float], util: int = 0, name: str = H100) -> dict:

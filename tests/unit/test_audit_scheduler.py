@@ -10,6 +10,8 @@ from tests.helpers import judge, probe
 
 
 def run(check_id: str, probes: dict, **options) -> dict:
+    """The check judged on node1, the Slurm node these probe outputs describe (the health and monitoring
+    tests judge the same node)."""
     return judge(check_id, probes, subject="node1", **options)
 
 
