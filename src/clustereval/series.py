@@ -32,6 +32,8 @@ def typed(value: str) -> Any:
     """A CSV cell back as a number where it is one ('' -> None)."""
     if value == "":
         return None
+    if "_" in value:  # float() reads "1_000"; a CSV written from a number never has one
+        return value
     try:
         number = float(value)
     except ValueError:

@@ -143,6 +143,12 @@ class Recorder:
             return
         state = self.state[name]
         path = self.series_path(name)
+        has_header = path.exists() and path.stat().st_size > 0
+        if state.columns is None and has_header:
+            # Another recorder of the same session (a session stopped by a later task) wrote this file
+            # first: its rows go under the header already there, never under a second one.
+            with open(path, newline="", encoding="utf-8") as fh:
+                state.columns = next(csv.reader(fh), None)
         if state.columns is None:
             seen: dict[str, None] = {}
             for row in rows:
@@ -150,7 +156,7 @@ class Recorder:
             state.columns = ["host", "received_at", *[c for c in seen if c not in ("host", "received_at")]]
         with open(path, "a", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
-            if state.rows == 0:
+            if not has_header:
                 writer.writerow(state.columns)
             for row in rows:
                 values = {**row, "host": self.subject, "received_at": received}
