@@ -115,6 +115,11 @@ def test_inventory_overrides_replace_fields_whatever_matched(area):
     lim = reference(area, "t.unknown", {}, overrides={"t.unknown": {"direction": "lower", "warn": 1, "fail": 2}})
     assert (lim.direction, lim.warn, lim.fail, lim.source, lim.matched) == ("lower", 1, 2, "inventory override",
                                                                             "inventory")
+    # relative levels where nothing matched have nothing to be relative to: no reference, not "no limit"
+    with pytest.raises(NoReference, match="warn are relative to a reference, and there is none"):
+        reference(area, "t.unknown", {}, overrides={"t.unknown": {"warn": "0.9x", "fail": 2}})
+    with pytest.raises(NoReference, match="warn and fail are relative"):
+        reference(area, "t.unknown", {}, overrides={"t.unknown": {"warn": "0.9x", "fail": "0.5x"}})
     with pytest.raises(ValueError, match="direction must be 'higher' or 'lower'"):
         reference(area, "t.bw", {}, overrides={"t.bw": {"direction": "up"}})
 
@@ -157,12 +162,14 @@ def test_grade_honours_direction_kind_and_missing_levels(area):
 
 
 def test_the_packaged_network_and_telemetry_references():
+    # the figures may be tuned; what they are matched on and how they are built may not silently change
     lim = reference("network", "network.mesh.tcp_bandwidth", {"link_gbps": 100.0})
-    assert (lim.reference, lim.warn, lim.fail, lim.matched) == (100.0, 50.0, 20.0, "link-rate")
+    assert (lim.reference, lim.matched, lim.direction) == (100.0, "link-rate", "higher")
+    assert 0 < lim.fail < lim.warn < 100.0
     with pytest.raises(NoReference):
         reference("network", "network.mesh.tcp_bandwidth", {"link_gbps": None})
     hot = reference("telemetry", "telemetry.gpu.temperature", {"gpu_model": "NVIDIA H200"})
-    assert (hot.matched, hot.warn, hot.fail, hot.direction) == ("hopper", 80, 87, "lower")
+    assert (hot.matched, hot.direction) == ("hopper", "lower") and 60 < hot.warn < hot.fail < 100
     assert reference("telemetry", "telemetry.gpu.temperature", {"gpu_model": None}).matched == "any-gpu"
 
 

@@ -200,10 +200,11 @@ def reference(area: str, check: str, facts: dict[str, Any] | None = None, params
     data = _area(area)
     found = candidates(area, check, facts, params)
     override = dict((overrides or {}).get(check) or {})
+    known = sorted({k for e in data.get("references") or [] for k in (e.get("match") or {})})
+    shown = ", ".join(f"{k}={(facts or {}).get(k)}" for k in known if k != "params") or "no facts"
+    missing = f"no reference in baselines/{area}.yml for this hardware ({shown})"
     if not found and not override:
-        known = sorted({k for e in data.get("references") or [] for k in (e.get("match") or {})})
-        shown = ", ".join(f"{k}={(facts or {}).get(k)}" for k in known if k != "params") or "no facts"
-        raise NoReference(f"no reference in baselines/{area}.yml for this hardware ({shown})")
+        raise NoReference(missing)
     entry = found[0] if found else {"id": "inventory", "limits": {check: {}}}
     spec = {**entry["limits"][check], **override}
     source = str(spec.pop("source", None) or entry.get("source") or data.get("source") or "")
@@ -231,6 +232,12 @@ def reference(area: str, check: str, facts: dict[str, Any] | None = None, params
     else:
         ref_value = _number(ref_spec)
         basis = "reference value" if ref_value is not None else None
+    relative = [key for key in ("warn", "fail") if isinstance(spec.get(key), str) and _RELATIVE.match(spec[key])]
+    if relative and ref_value is None:
+        # e.g. an inventory override of relative levels where no reference entry matched: without a reference
+        # they are no levels at all, and every value would pass.
+        raise NoReference(f"{origin if found else missing}: {' and '.join(relative)} are relative to a reference, "
+                          f"and there is none")
     return Limit(check=check, direction=direction, warn=_level(spec.get("warn"), ref_value),
                  fail=_level(spec.get("fail"), ref_value), unit=spec.get("unit", ""),
                  kind=spec.get("kind", "number"), source=origin, reference=ref_value, basis=basis,
