@@ -277,7 +277,9 @@ XID_STATUS = {"critical": "fail", "major": "fail", "minor": "warn", "info": "pas
 @check("telemetry.kernel.xid")
 def xid(ctx: Context) -> list[Verdict] | None:
     """An Xid while the GPUs were watched: judged at the poll that brings it (live), and at the end per GPU.
-    Its status follows the Xid catalogue's severity (critical and major fail, minor warns, info passes)."""
+    Its status follows the Xid catalogue's severity (critical and major fail, minor warns, info passes).
+    An Xid that comes before the first GPU sample is left to the end: only the samples tell which GPU a PCI
+    bus is, and a live result under the bus would never be superseded by the GPU's own at the end."""
     session = _session(ctx)
     rows = list(session.rows(KERNEL_STREAM)) if session.final else list(
         session.chunk(KERNEL_STREAM).get("events") or [])
@@ -285,6 +287,8 @@ def xid(ctx: Context) -> list[Verdict] | None:
     if not session.final and not events:
         return None  # nothing new this poll: nothing to record yet
     gpus = per_gpu(ctx)
+    if not session.final and not gpus:
+        return None  # no GPU sampled yet: judged at the end, under the GPU it happened on
     by_bus = {_bus(g.get("pci")): i for i, g in gpus.items()}
     found: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for (bus, _code, _message), row in events.items():
