@@ -72,10 +72,11 @@ def rank(status: object) -> int:
 
 
 def worst(*statuses: object) -> str:
-    """The worst of the statuses given (each a str or :class:`Status`; lists are flattened); ``pass`` for none."""
+    """The worst of the statuses given (each a str or :class:`Status`; lists, generators and other iterables are
+    flattened); ``pass`` for none."""
     flat: list[object] = []
     for item in statuses:
-        flat.extend(item if isinstance(item, list | tuple | set) else [item])
+        flat.extend(item if isinstance(item, Iterable) and not isinstance(item, str | bytes) else [item])
     return str(max(flat, key=rank)) if flat else "pass"
 
 

@@ -65,6 +65,9 @@ def test_worst_picks_the_status_a_combined_verdict_must_carry():
     assert worst(["pass", "warn"], ("skip",), {"pass"}) == "warn"
     assert worst([Status.PASS, Status.FAIL]) == "fail" and type(worst([Status.FAIL])) is str
     assert worst([]) == "pass"
+    # any iterable, not only lists: a generator or a dict's values must not rank as one unknown status
+    verdicts = {"a": "pass", "b": "warn"}
+    assert worst(verdicts.values()) == "warn" and worst(s for s in ("skip", "pass")) == "skip"
 
 
 def test_worst_first_sorts_the_worst_status_first():
