@@ -261,6 +261,22 @@ def test_a_pair_whose_iperf3_failed_or_hung_fails_by_name(tmp_path):
                                                                                        "n3->n1 (fail)"]
 
 
+def test_a_ping_that_timed_out_is_the_harness_error_and_the_mesh_names_it(tmp_path):
+    # ping -w bounds its own run: a ping killed at the probe's timeout is the harness's failure (the catalogue's
+    # on_timeout is the default, error), unlike a hung iperf3 (on_timeout: fail)
+    mesh = Mesh(["n1", "n2", "n3"])
+    mesh.ping[("n1", "n3")] = {"stdout": "PING 10.0.0.3 (10.0.0.3) 56(84) bytes of data.\n", "timed_out": True,
+                               "rc": -9}
+    out = mesh.judge(tmp_path, ["network.mesh.loss", "network.mesh.rtt", "network.mesh.pairs"])
+    for check_id in ("network.mesh.loss", "network.mesh.rtt"):
+        timed_out = by_subject(out[check_id])["n1->n3"]
+        assert timed_out["status"] == "error" and "did not finish within 60.0 s" in timed_out["summary"], check_id
+        assert {s for p, s in statuses(out[check_id]).items() if p != "n1->n3"} == {"pass"}
+    [pairs] = out["network.mesh.pairs"]
+    assert pairs["status"] == "error"
+    assert pairs["summary"] == "6 of 6 ordered pairs measured; loss: n1->n3 (error); rtt: n1->n3 (error)"
+
+
 def test_a_pair_not_measured_is_named_and_an_unknown_link_is_judged_on_its_peers(tmp_path):
     mesh = Mesh(["n1", "n2", "n3"], link_mbps=None)  # virtual NICs: /sys/class/net/eth0/speed says -1
     mesh.iperf3[("n3", "n1")] = None  # the step never ran

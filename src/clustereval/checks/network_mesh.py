@@ -45,6 +45,12 @@ def _parse(probe: dict[str, Any], tool: str) -> tuple[dict[str, Any] | None, str
     return data, None
 
 
+def _no_measurement(probe: dict[str, Any]) -> str:
+    """The status of a pair whose probe gave no measurement: a timeout is the cluster's fault only where the probe
+    catalogue says so (``on_timeout: fail``, iperf3: a hang on the path); otherwise the harness's (an error)."""
+    return "error" if probe.get("timed_out") and probe.get("on_timeout") != "fail" else "fail"
+
+
 def _address(probe: dict[str, Any]) -> str | None:
     return (probe.get("params") or {}).get("destination")
 
@@ -117,7 +123,7 @@ def tcp_bandwidth(ctx: Context) -> list[Verdict]:
         subject = pair_subject(source, destination)
         evidence: dict[str, Any] = {"_artifacts": _artifacts(probe, (ctx.host_probes.get(source) or {}).get(ROUTE))}
         if (source, destination) in failures:
-            verdicts.append(Verdict("fail", f"no TCP bandwidth from {source} to {destination}: "
+            verdicts.append(Verdict(_no_measurement(probe), f"no TCP bandwidth from {source} to {destination}: "
                                     f"{failures[(source, destination)]}", subject=subject,
                                     evidence={**evidence, "rc": probe.get("rc")}))
             continue
@@ -195,7 +201,8 @@ def _ping_verdicts(ctx: Context, check_id: str, measure: str) -> list[Verdict]:
         subject = pair_subject(source, destination)
         data, why = _parse(probe, "ping")
         if data is None:
-            verdicts.append(Verdict("fail", f"{source} could not ping {destination}: {why}", subject=subject,
+            verdicts.append(Verdict(_no_measurement(probe), f"{source} could not ping {destination}: {why}",
+                                    subject=subject,
                                     evidence={"_artifacts": _artifacts(probe)}))
             continue
         evidence = {key: data.get(key) for key in ("transmitted", "received", "errors", "duplicates", "loss_pct")}
@@ -244,7 +251,7 @@ def mesh_pairs(ctx: Context) -> Verdict:
             continue
         for verdict in verdicts:
             statuses.append(verdict.status)
-            if verdict.status in ("warn", "fail"):
+            if verdict.status != "pass":  # a pair that moved the mesh's status is named, errors and skips too
                 flagged.setdefault(label, []).append(f"{verdict.subject} ({verdict.status})")
             if label == "bandwidth" and isinstance(verdict.value, int | float):
                 rates.append(verdict.value)
