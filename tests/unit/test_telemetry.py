@@ -21,7 +21,7 @@ from tests.conftest import read_corpus
 from tests.helpers import RUN
 
 CAPTURE = ("nvidia-smi-query-loop", "h200-query-lms1000-idle-burn-idle-clock-event-reasons.csv")
-VARIANT = {"duration_s": 60, "interval_ms": 1000}
+VARIANT = {"duration_s": 50, "interval_ms": 1000}  # the capture: 49 one-second samples
 CHECKS = ["telemetry.gpu.temperature", "telemetry.gpu.throttle", "telemetry.gpu.clocks", "telemetry.gpu.power",
           "telemetry.gpu.ecc", "telemetry.kernel.xid", "telemetry.sampler.samples"]
 # The levels these tests are written against, as inventory overrides: baselines/telemetry.yml may be tuned.
@@ -67,7 +67,8 @@ def xid_line(bus: str, code: int, message: str, layout: str = "dmesg") -> str:
 class Session:
     """A telemetry session on host n1 as the session action runs it."""
 
-    def __init__(self, run_dir: Path, gpu_model: str | None = "NVIDIA H200", overrides: dict | None = None):
+    def __init__(self, run_dir: Path, gpu_model: str | None = "NVIDIA H200", overrides: dict | None = None,
+                 duration_s: int = VARIANT["duration_s"]):
         streams = [Stream(name="gpu", cmd="nvidia-smi --query-gpu=... --format=csv -lms 1000",
                           parser="nvidia-smi-query-loop", header_lines=1),
                    Stream(name="kernel", cmd="tail -F -n 0 -q /var/log/kern.log & dmesg --follow-new",
@@ -77,9 +78,10 @@ class Session:
         self.offsets: dict[str, int] = {}
         self.facts = hardware({"gpu_models": [gpu_model] * 8 if gpu_model else [], "gpu_count": 8})
         self.overrides = PINNED if overrides is None else overrides
+        self.variant = {**VARIANT, "duration_s": duration_s}
 
     def context(self) -> Context:
-        return Context(subject="n1", options={"baseline_overrides": self.overrides}, params=dict(VARIANT),
+        return Context(subject="n1", options={"baseline_overrides": self.overrides}, params=dict(self.variant),
                        facts=self.facts, host_facts={"n1": self.facts}, session=self.view, declared=frozenset(),
                        extra_artifacts=self.recorder.artifacts())
 
@@ -107,11 +109,17 @@ class Session:
         self.view.chunks, self.view.final, self.view.ended = {}, True, now_iso()
         self.view.end_reason, self.view.interrupted = reason, interrupted
 
+    def judge_after(self, gpu_out: str, check_id: str = "telemetry.sampler.samples") -> list[dict[str, Any]]:
+        """One poll bringing ``gpu_out``, the end, and ``check_id``'s results."""
+        self.poll(gpu_out=gpu_out)
+        self.end()
+        return list(self.judge(check_id).values())
+
     def judge(self, check_id: str) -> dict[str, dict[str, Any]]:
         out = {}
         for result in checks.evaluate_many(check_id, self.context(), RUN):
             assert problems(result) == [], result
-            assert result["params"] == VARIANT and result["subject"] not in out
+            assert result["params"] == self.variant and result["subject"] not in out
             out[result["subject"]] = result
         return out
 
@@ -166,8 +174,8 @@ def test_the_h200_capture_passes_and_its_power_cap_is_normal(tmp_path):
 
 @pytest.fixture
 def fleet(tmp_path) -> Session:
-    """Five GPUs sampled ten times in five polls, Xids arriving in the kernel stream along the way."""
-    session = Session(tmp_path)
+    """Five GPUs sampled ten times in six polls, Xids arriving in the kernel stream along the way."""
+    session = Session(tmp_path, duration_s=10)
     text = HEADER + "".join(fleet_rows(t) for t in range(10))
     pieces = chunked(text.encode(), [50, len(HEADER) + 13, 1111, 2050, 3001])
     kernel = [
@@ -258,7 +266,7 @@ def test_clocks_power_and_ecc_per_gpu(fleet):
 
 
 def test_a_gpu_that_stops_answering(tmp_path):
-    session = Session(tmp_path)
+    session = Session(tmp_path, duration_s=4)
     lost = "[GPU is lost]"
     text = HEADER + "".join(row(t, 0, 50, 40, 300.0, 700, 1500, 0x4) + row(t, 1, lost, lost, lost, 700, lost, None,
                                                                            lost, lost)
@@ -297,6 +305,20 @@ def test_no_gpu_on_the_node_is_a_skip_and_a_broken_sampler_an_error(tmp_path):
     for check_id in CHECKS:
         [result] = checks.evaluate_many(check_id, Context(subject="n1", declared=frozenset()), RUN)
         assert result["status"] == "error" and result["summary"] == "no telemetry session was handed to this check"
+
+
+def test_a_sampler_that_died_early_is_said(tmp_path):
+    # nvidia-smi exited after three samples while the kernel stream kept the session running to its end
+    session = Session(tmp_path, duration_s=10)
+    session.poll(gpu_out=HEADER + fleet_rows(0) + fleet_rows(1) + fleet_rows(2),
+                 gpu_err="Unable to determine the device handle for GPU0000:43:00.0: Unknown Error\n")
+    session.end(reason="duration")
+    [samples] = session.judge("telemetry.sampler.samples").values()
+    assert samples["status"] == "warn" and samples["evidence"]["expected_samples"] == 10
+    assert samples["summary"] == ("15 samples of 5 GPUs; GPU(s) 0, 1, 2, 3, 4 gave 3, 3, 3, 3, 3 of about 10 samples "
+                                  "(the sampler stopped early)")
+    [full] = Session(tmp_path / "full", duration_s=6).judge_after(HEADER + "".join(map(fleet_rows, range(3))))
+    assert full["status"] == "pass"  # half of what was asked for or more: the sampler ran
 
 
 def test_an_interrupted_session_keeps_its_samples_and_says_so(tmp_path):

@@ -340,6 +340,15 @@ def samples(ctx: Context) -> Verdict:
                        f"{stats[GPU_STREAM]['last_parse_error']}", count, "samples", None, evidence,
                        series=session.recorder.series_refs(), measured=measured)
     per = {i: g["samples"] for i, g in gpus.items()}
+    interval_s = float(ctx.params.get("interval_ms") or 0) / 1000.0
+    wanted = int(expected_s / interval_s) if expected_s > 0 and interval_s > 0 else 0
+    short = {i: n for i, n in per.items() if n < wanted / 2}
+    if short:
+        # The GPU stream died (or stalled) while the session ran on: what was kept is less evidence than asked for.
+        evidence["expected_samples"] = wanted
+        return Verdict("warn", f"{count} samples of {len(gpus)} GPUs; GPU(s) {', '.join(map(str, short))} gave "
+                       f"{', '.join(map(str, short.values()))} of about {wanted} samples (the sampler stopped early)",
+                       count, "samples", None, evidence, series=session.recorder.series_refs(), measured=measured)
     lost = {i: g["unreadable"] for i, g in gpus.items() if g["unreadable"]}
     if lost:
         evidence["unreadable_samples"] = lost
