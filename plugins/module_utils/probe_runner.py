@@ -4,10 +4,8 @@ Used two ways, one piece of code: the ``clustereval.gpu.collect`` module imports
 ``clustereval.gpu.judge`` action sends this file's source to the node and runs it with the node's Python
 (``python3 -c SOURCE``, the request as JSON on stdin, the answer as JSON on stdout). The second way skips
 Ansible's module wrapper, whose import of ``ansible.module_utils.basic`` (compiled from source on every
-run) cost each node more CPU than all its probes together.
+run) cost each node more CPU than all its probes together. Python 3.6+ (the nodes' own Python, e.g. RHEL 8's).
 """
-
-from __future__ import annotations
 
 import json
 import os

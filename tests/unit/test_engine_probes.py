@@ -4,8 +4,11 @@ types, selection by tags, acting and destructive permissions, facts probes and t
 
 from __future__ import annotations
 
+import functools
+import glob
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,8 +41,23 @@ REPO = Path(__file__).resolve().parents[2]
 RUNNER = (REPO / "plugins/module_utils/probe_runner.py").read_text()
 
 
-def run_probes(request: dict[str, Any]) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps(request), capture_output=True,
+@functools.cache
+def old_pythons() -> list[str]:
+    """Interpreters older than ours found on this machine (the nodes run their distribution's Python: RHEL 8 has
+    3.6); ``CLUSTEREVAL_OLD_PYTHON`` names one more."""
+    candidates = [os.environ.get("CLUSTEREVAL_OLD_PYTHON", ""), "/usr/libexec/platform-python", "/usr/bin/python3.6",
+                  *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.[6-9]*/bin/python3")))]
+    found = {}
+    for path in filter(os.path.isfile, candidates):
+        proc = subprocess.run([path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=30)
+        if proc.returncode == 0 and tuple(map(int, proc.stdout.split("."))) < sys.version_info[:2]:
+            found.setdefault(proc.stdout.strip(), path)
+    return [found[v] for v in sorted(found, key=lambda v: tuple(map(int, v.split("."))))[:1]]  # the oldest
+
+
+def run_probes(request: dict[str, Any], python: str = sys.executable) -> dict[str, Any]:
+    proc = subprocess.run([python, "-c", RUNNER], input=json.dumps(request), capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode in (0, 2), proc.stderr
     return {"rc": proc.returncode, **json.loads(proc.stdout)}
@@ -132,6 +150,14 @@ def test_params_reach_the_command_as_environment_never_as_command_text(tmp_path)
                      "[]", "defined"]
     assert not marker.exists()  # the value never became part of the command line
     assert answer["probes"]["without"]["stdout"] == "[unset]\n"  # one probe's params are not another's
+
+
+@pytest.mark.parametrize("python", old_pythons() or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no Python older than ours here (set CLUSTEREVAL_OLD_PYTHON)"))])
+def test_the_runner_runs_on_the_oldest_python_a_node_may_have(python):
+    answer = run_probes({"probes": [{"name": "a", "cmd": 'echo "$CLUSTEREVAL_X"', "params": {"x": [1, 2]}},
+                                    {"name": "b", "cmd": "sleep 5", "timeout": 0.2, "runs": "exclusive"}]}, python)
+    assert answer["rc"] == 0 and answer["probes"]["a"]["stdout"] == "1,2\n" and answer["probes"]["b"]["timed_out"]
 
 
 def test_a_request_with_a_bad_mode_or_params_runs_nothing():

@@ -21,13 +21,14 @@ import pytest
 from clustereval import journal, rundir, series
 from clustereval.sessions import Recorder, SessionView, Stream
 from tests.conftest import read_corpus
+from tests.unit.test_engine_probes import old_pythons
 
 REPO = Path(__file__).resolve().parents[2]
 RUNNER = (REPO / "plugins/module_utils/session_runner.py").read_text()
 
 
-def runner(request: dict[str, Any]) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps(request), capture_output=True, text=True,
+def runner(request: dict[str, Any], python: str = sys.executable) -> dict[str, Any]:
+    proc = subprocess.run([python, "-c", RUNNER], input=json.dumps(request), capture_output=True, text=True,
                           timeout=30)
     answer = json.loads(proc.stdout)
     assert proc.returncode == (1 if answer.get("failed") else 0), proc.stderr
@@ -123,6 +124,16 @@ def test_start_poll_stop_and_remove(base):
     gone = runner(request(base, "poll", offsets={}))
     assert gone["failed"] and gone["gone"]
     assert runner(request(base, "stop"))["state"] == "absent"
+
+
+@pytest.mark.parametrize("python", old_pythons() or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no Python older than ours here (set CLUSTEREVAL_OLD_PYTHON)"))])
+def test_the_runner_runs_on_the_oldest_python_a_node_may_have(base, python):
+    started = runner(request(base, "start", streams=[{"name": "w", "cmd": 'echo "$CLUSTEREVAL_N"; sleep 30',
+                                                      "params": {"n": 7}}]), python)
+    assert wait_for(lambda: (Path(started["dir"]) / "w.out").stat().st_size > 0)
+    stopped = runner(request(base, "stop", remove=True), python)
+    assert data_of(stopped, "w.out") == b"7\n" and stopped["removed"] and not alive(started["stream_pids"]["w"])
 
 
 def test_the_session_ends_by_itself_after_its_duration(base):
