@@ -161,6 +161,22 @@ def test_grade_honours_direction_kind_and_missing_levels(area):
     assert lower.expected()["max"] == 3.0 and lower.expected()["fail_max"] == 10.0
 
 
+def test_limits_by_class_and_an_area_of_references_only(monkeypatch):
+    areas = {"c": {"default_class": "small", "classes": {"small": {"t.x": {"direction": "lower", "warn": 1,
+                                                                         "fail": 2, "unit": "s"}}}},
+             "r": AREA}
+    monkeypatch.setattr(baselines, "_area", lambda name: areas[name])
+    lim = baselines.limit("c", "t.x", None, {"t.x": {"warn": 1.5}})
+    assert (lim.direction, lim.warn, lim.fail, lim.source) == ("lower", 1.5, 2, "inventory override of "
+                                                                                 "baselines/c.yml#small")
+    with pytest.raises(KeyError, match="has no class 'big'; known: small"):
+        baselines.limit("c", "t.x", "big")
+    with pytest.raises(KeyError, match=r"has no limit for t\.y"):
+        baselines.limit("c", "t.y")
+    with pytest.raises(KeyError, match=r"baselines/r\.yml has no class 'small'; known: none"):
+        baselines.limit("r", "t.bw", "small")
+
+
 def test_the_packaged_network_and_telemetry_references():
     # the figures may be tuned; what they are matched on and how they are built may not silently change
     lim = reference("network", "network.mesh.tcp_bandwidth", {"link_gbps": 100.0})

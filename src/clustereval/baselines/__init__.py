@@ -86,10 +86,10 @@ def limit(area: str, check: str, hardware_class: str | None = None,
           overrides: dict[str, Any] | None = None) -> Limit:
     """The limit for ``check`` in baselines ``area`` for ``hardware_class`` (default class if None)."""
     data = _area(area)
-    cls = hardware_class or data["default_class"]
-    classes = data["classes"]
+    cls = hardware_class or data.get("default_class")
+    classes = data.get("classes") or {}  # an area may hold only references matched on facts
     if cls not in classes:
-        raise KeyError(f"baselines/{area}.yml has no class {cls!r}; known: {', '.join(sorted(classes))}")
+        raise KeyError(f"baselines/{area}.yml has no class {cls!r}; known: {', '.join(sorted(classes)) or 'none'}")
     if check not in classes[cls]:
         raise KeyError(f"baselines/{area}.yml class {cls!r} has no limit for {check}")
     spec = dict(classes[cls][check])
