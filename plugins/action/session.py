@@ -22,8 +22,9 @@ description:
   - A journal entry is written before the streams start and closed when they are stopped;
     C(clustereval undo RUN) stops a session an interrupted run left. The node's supervisor also stops the
     streams by itself when no poll comes for C(orphan_after_s).
-  - SIGTERM (what C(ansible-playbook) sends its workers on Ctrl-C) or the loss of the controller process ends
-    the session early; every sample taken until then is kept and the results say the session was interrupted.
+  - SIGINT or SIGTERM (C(ansible-playbook) passes Ctrl-C and SIGTERM on to its workers) or the loss of the
+    controller process ends the session early; every sample taken until then is kept, the streams are stopped,
+    the journal entry closed, and the results say the session was interrupted.
 options:
   name:
     description: Session name (unique per host and run).
@@ -91,6 +92,8 @@ with open(session_runner.__file__, encoding="utf-8") as _source:
 STATES = ("run", "started", "stopped")
 # Beyond its duration, how long the controller waits for the node to end the session by itself.
 END_GRACE_S = 30.0
+# What Ansible's main process passes on to its workers when it is interrupted.
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 # How long a started server gets before the first look says whether it is still running.
 SETTLE_S = 0.5
 ACTIVE_DIR = os.path.join("sessions", "active")
@@ -186,18 +189,20 @@ class ActionModule(ActionBase):
         recorder = sessions.Recorder(self._run_dir, self._host, self._name, self._streams)
         view = sessions.SessionView(recorder, self._name)
         marker = self._mark_active()
-        previous = signal.getsignal(signal.SIGTERM)
+        previous = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
         parent = os.getppid()
         interrupted: str | None = None
         lost: str | None = None
         entry = None
         polls = 0
 
-        def on_term(signum, frame):
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: finish the clean-up
-            raise Interrupted("the run was interrupted (SIGTERM: Ctrl-C or a cancelled job)")
+        def on_signal(signum, frame):
+            for sig in INTERRUPTS:  # one is enough: the clean-up below runs to its end
+                signal.signal(sig, signal.SIG_IGN)
+            raise Interrupted(f"the run was interrupted ({signal.Signals(signum).name}: Ctrl-C or a cancelled job)")
 
-        signal.signal(signal.SIGTERM, on_term)
+        for sig in INTERRUPTS:
+            signal.signal(sig, on_signal)
         try:
             entry, _ = self._start(args)
             view.started = now_iso()
@@ -223,8 +228,9 @@ class ActionModule(ActionBase):
         except AnsibleConnectionFailure as exc:
             lost = f"{self._host} stopped answering during session {self._name}: {str(exc)[:300]}"
         finally:
-            # The clean-up runs to its end whatever signal comes next: a second SIGTERM is ignored.
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            # The clean-up runs to its end whatever signal comes next: a second one is ignored.
+            for sig in INTERRUPTS:
+                signal.signal(sig, signal.SIG_IGN)
             try:
                 if entry is not None and lost is None:
                     self._stop(recorder, view, entry)
@@ -233,10 +239,15 @@ class ActionModule(ActionBase):
                 items = self._judge_final(view)
             finally:
                 self._clear_active(marker)
-                signal.signal(signal.SIGTERM, previous)
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
         if lost:
             return {"unreachable": True, "msg": lost, **self._task_result(items, recorder, polls)}
         if interrupted:
+            # Everything is recorded and the node cleaned up; the main process is shutting down and reads no
+            # more results (a worker handing one back would block it at exit). End as Ansible's own
+            # interrupted workers do.
+            os._exit(1)
             result.update(failed=True, msg=f"session {self._name} on {self._host}: {interrupted}; every sample "
                                            f"taken until then is kept")
         result.update(changed=True, **self._task_result(items, recorder, polls))

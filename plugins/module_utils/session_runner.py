@@ -133,11 +133,19 @@ def supervise(directory, spec):
         def join_group(group=group):
             os.setpgid(0, group or 0)
 
-        procs[stream["name"]] = subprocess.Popen(
-            ["/bin/sh", "-c", stream["cmd"]], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            cwd=directory, env=_env_for(stream), preexec_fn=join_group)
-        os.close(out)
-        os.close(err)
+        try:
+            procs[stream["name"]] = subprocess.Popen(
+                ["/bin/sh", "-c", stream["cmd"]], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                cwd=directory, env=_env_for(stream), preexec_fn=join_group)
+        except OSError as exc:  # never leave the streams already started running unsupervised
+            codes = _end_streams(procs, pgid)
+            _write_json(os.path.join(directory, "ended.json"),
+                        {"reason": "start_failed", "at": _now(), "rc": codes,
+                         "error": f"stream {stream['name']}: {exc}"})
+            return
+        finally:
+            os.close(out)
+            os.close(err)
         if pgid is None:
             pgid = procs[stream["name"]].pid
     spec.update(streams_pgid=pgid, stream_pids={n: p.pid for n, p in procs.items()})
@@ -164,18 +172,19 @@ def supervise(directory, spec):
 
 def start(request):
     directory = session_dir(request)
-    old = _read_json(os.path.join(directory, "session.json"))
-    if old and _alive(old.get("pid")) and not os.path.exists(os.path.join(directory, "ended.json")):
-        return {"failed": True, "msg": f"session {directory} is already running (supervisor {old.get('pid')})"}
-    if os.path.isdir(directory):
-        shutil.rmtree(directory)
-    os.makedirs(directory, mode=0o700)
+    # Check the request before touching anything: a bad one must not wipe an earlier session's output.
     streams = request.get("streams") or []
     if not streams or any(not s.get("name") or not s.get("cmd") for s in streams):
         return {"failed": True, "msg": "a session needs streams, each with a name and a cmd"}
     names = [s["name"] for s in streams]
     if len(set(names)) != len(names) or any("/" in n or n.startswith(".") for n in names):
         return {"failed": True, "msg": f"stream names must be unique plain names: {names}"}
+    old = _read_json(os.path.join(directory, "session.json"))
+    if old and _alive(old.get("pid")) and not os.path.exists(os.path.join(directory, "ended.json")):
+        return {"failed": True, "msg": f"session {directory} is already running (supervisor {old.get('pid')})"}
+    if os.path.isdir(directory):
+        shutil.rmtree(directory)
+    os.makedirs(directory, mode=0o700)
     started = _now()
     duration = float(request.get("duration_s") or 0)
     spec = {"name": request["name"], "run_id": request["run_id"], "streams": streams, "started": started,
@@ -189,6 +198,7 @@ def start(request):
             os.setsid()
             if os.fork() > 0:
                 os._exit(0)
+            os.chdir(directory)  # who is running here is then plain from the process table (/proc/PID/cwd)
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)

@@ -266,15 +266,26 @@ def fio_json(direction: str, bw_kib: float, error: int = 0) -> str:
                        "jobs": [job]}, indent=2)
 
 
+# What the storage_scratch_device probe prints for an NVMe drive, a SATA SSD and a virtio disk.
+SCRATCH_DEVICES = {
+    "nvme": "mount: /dev/nvme0n1p1 xfs\ndisk: nvme0n1 nvme 0 disk\n",
+    "ssd": "mount: /dev/sda1 ext4\ndisk: sda sata 0 disk\n",
+    "virtual": "mount: /dev/vda ext4\ndisk: vda  1 disk\n",
+}
+
+
 class TestFio:
-    def fio(self, bw_kib: float, error: int = 0, **extra) -> dict:
-        return run("storage.fio.seq_write", probe("fio_seq_write", fio_json("write", bw_kib, error), parser="fio"),
-                   scratch_dir="/scratch", **extra)
+    def fio(self, bw_kib: float, error: int = 0, device: str | None = "nvme", **extra) -> dict:
+        probes = probe("fio_seq_write", fio_json("write", bw_kib, error), parser="fio")
+        if device:
+            probes.update(probe("storage_scratch_device", SCRATCH_DEVICES[device], parser="probe-storage-device"))
+        return run("storage.fio.seq_write", probes, scratch_dir="/scratch", **extra)
 
     def test_pass_warn_fail_by_bandwidth(self):
         assert self.fio(3_000_000)["status"] == "pass"      # ~3.1 GB/s
         assert self.fio(1_000_000)["status"] == "warn"      # ~1.0 GB/s
         assert self.fio(200_000)["status"] == "fail"        # ~0.2 GB/s
+        assert self.fio(3_000_000)["expected"]["matched"] == "local-nvme"
 
     def test_value_is_megabytes_per_second(self):
         result = self.fio(1_000_000)
@@ -284,9 +295,19 @@ class TestFio:
         result = self.fio(3_000_000, error=5)
         assert result["status"] == "fail" and "errors" in result["summary"]
 
-    def test_class_changes_the_baseline(self):
-        result = self.fio(400_000, hardware_classes={"storage": "local_ssd_sata"})
-        assert result["status"] == "pass"
+    def test_what_backs_the_directory_picks_the_baseline(self):
+        assert self.fio(450_000, device="nvme")["status"] == "warn"  # ~470 MB/s
+        result = self.fio(450_000, device="ssd")
+        assert result["status"] == "pass" and result["expected"]["matched"] == "local-ssd"
+        floor = self.fio(450_000, device="virtual")
+        assert floor["status"] == "warn" and floor["expected"]["matched"] == "any-scratch"
+        assert floor["evidence"]["scratch"]["scratch_kind"] == "virtual"
+        unknown = self.fio(3_000_000, device=None)  # the device probe did not run: the floor still applies
+        assert unknown["status"] == "pass" and unknown["expected"]["matched"] == "any-scratch"
+
+    def test_an_inventory_override_wins(self):
+        result = self.fio(3_000_000, baseline_overrides={"storage.fio.seq_write": {"warn": 5000}})
+        assert result["status"] == "warn" and result["expected"]["source"].startswith("inventory override")
 
     def test_truncated_json_is_an_error(self):
         text = fio_json("write", 3_000_000)
@@ -331,4 +352,4 @@ class TestBaselines:
 
     def test_unknown_class_is_a_clear_error(self):
         with pytest.raises(KeyError, match="no class 'floppy'"):
-            baselines.limit("storage", "storage.fio.seq_read", "floppy")
+            baselines.limit("software", "audit.os.kernel", "floppy")

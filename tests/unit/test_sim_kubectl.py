@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from clustereval import checks, parsers
-from clustereval.checks import Context, audit_k8s, probe_catalogue
+from clustereval.checks import Context, probe_catalogue
+from clustereval.parsers.probe_key_values import key_values
 from clustereval.results import CLUSTER_SUBJECT
 from clustereval.sim.overlays import Tree, k8s
 from clustereval.sim.profile import load_profile, node_settings, render_node
@@ -488,11 +489,11 @@ def test_provisioning_test_sweeps_old_leftovers_and_keeps_a_running_one(tmp_path
 def test_provisioning_test_in_a_named_namespace(tmp_path):
     env = {**sim_cluster(tmp_path, "k8s-reference"), "CLUSTEREVAL_K8S_NAMESPACE": "training"}
     proc = sh(env, probe_catalogue.load()["k8s_pvc_test"]["cmd"])
-    facts = audit_k8s.parse_pvc_test(proc.stdout)
+    facts = key_values(proc.stdout)
     assert facts["namespace"] == ["training"] and facts["phase"] == ["Bound"]
     assert json.loads(facts["pvc_json"][0])["metadata"]["namespace"] == "training"
     env["CLUSTEREVAL_K8S_NAMESPACE"] = "gpu-eval"
-    facts = audit_k8s.parse_pvc_test(sh(env, probe_catalogue.load()["k8s_pvc_test"]["cmd"]).stdout)
+    facts = key_values(sh(env, probe_catalogue.load()["k8s_pvc_test"]["cmd"]).stdout)
     assert facts["create_rc"] == ["1"] and "namespaces \"gpu-eval\" not found" in facts["create"][0]
     assert facts["delete_rc"] == ["0"] and facts["end"] == ["ok"]  # the delete ran although create failed
     assert not leftover_claims(env)

@@ -205,14 +205,14 @@ def test_xids_are_judged_at_the_poll_that_brings_them(fleet):
     assert fallen["evidence"]["codes"] == [79] and fallen["measured"]["events"][0]["code"] == 79
     assert {r["subject"]: r["status"] for r in live5} == {"n1/gpu2": "warn"} and fifth  # 13 is minor
     # 43 is info; 31 on a bus no sampled GPU has (the GPU nvidia-smi no longer lists) is named by its bus
-    assert {r["subject"]: r["status"] for r in live6} == {"n1/gpu4": "pass", "n1/pci:c1": "warn"}
+    assert {r["subject"]: r["status"] for r in live6} == {"n1/gpu4": "pass", "n1/pci:0000:c1:00": "warn"}
     assert sixth is not None
 
 
 def test_at_the_end_every_gpu_has_its_xid_verdict_each_xid_counted_once(fleet):
     xid = fleet.judge("telemetry.kernel.xid")
     assert statuses(xid) == {"n1/gpu0": "pass", "n1/gpu1": "fail", "n1/gpu2": "warn", "n1/gpu3": "pass",
-                             "n1/gpu4": "pass", "n1/pci:c1": "warn"}
+                             "n1/gpu4": "pass", "n1/pci:0000:c1:00": "warn"}
     assert xid["n1/gpu1"]["value"] == 1  # kern.log and dmesg carried it, in two polls: one event
     assert xid["n1/gpu0"]["value"] == 0 and xid["n1/gpu0"]["summary"] == "GPU 0: no Xid while it was watched"
     assert xid["n1/gpu4"]["value"] == 1 and "Xid 43" in xid["n1/gpu4"]["summary"]

@@ -143,7 +143,8 @@ class Context:
         try:
             data = parse(tool, probe.get("stdout", ""))
         except ParseError as exc:
-            raise HarnessError(f"could not parse `{probe.get('cmd')}` output: {exc}") from None
+            shown = probe.get("cmd") if len(str(probe.get("cmd") or "")) <= 120 else f"the {name} probe"
+            raise HarnessError(f"could not parse `{shown}` output: {exc}") from None
         self.parse_cache[name] = data
         return data
 

@@ -10,6 +10,7 @@ probe is given parameters).
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -18,6 +19,8 @@ from clustereval import yamldata
 
 REQUIRED = ("name", "phase", "cmd")
 RUN_MODES = ("parallel", "exclusive", "cluster")
+# A parameter becomes $CLUSTEREVAL_<NAME>: it must be a name sh can read.
+PARAM_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 TIMEOUT_MEANINGS = ("error", "fail")
 
 
@@ -37,6 +40,10 @@ def load() -> dict[str, dict[str, Any]]:
                 raise ValueError(f"probes/{item.name}: probe {probe['name']!r} is defined twice")
             if probe.get("runs", "parallel") not in RUN_MODES:
                 raise ValueError(f"probes/{item.name}: probe {probe['name']!r}: runs must be one of {RUN_MODES}")
+            bad = [n for n in probe.get("params") or [] if not PARAM_NAME.match(str(n))]
+            if bad:
+                raise ValueError(f"probes/{item.name}: probe {probe['name']!r}: parameter names {bad} are not "
+                                 f"lower-case shell names")
             if probe.get("on_timeout", "error") not in TIMEOUT_MEANINGS:
                 raise ValueError(f"probes/{item.name}: probe {probe['name']!r}: on_timeout must be one of "
                                  f"{TIMEOUT_MEANINGS}")
@@ -68,6 +75,9 @@ def with_params(probes: list[dict[str, Any]], values: dict[str, Any] | None) -> 
     out = []
     for probe in probes:
         accepts = probe.get("accepts") or []
+        bad = [n for n in [*accepts, *(probe.get("params") or {})] if not PARAM_NAME.match(str(n))]
+        if bad:
+            raise ValueError(f"probe {probe.get('name')!r}: parameter names {bad} are not lower-case shell names")
         item = {k: v for k, v in probe.items() if k != "accepts"}
         if accepts:
             item["params"] = {**{name: (values or {}).get(name) for name in accepts}, **(probe.get("params") or {})}

@@ -37,9 +37,17 @@ def _session(ctx: Context):
 
 
 def _bus(pci: Any) -> str | None:
-    """The PCI bus of a GPU as both nvidia-smi (``00000000:1B:00.0``) and the driver (``0000:1b:00``) name it."""
+    """A GPU's PCI domain and bus, the same whether nvidia-smi (``00000000:1B:00.0``) or the driver's Xid line
+    (``0000:1b:00``) names it: ``0:1b``. Without a domain (``1b:00.0``) the domain is taken as 0."""
     parts = str(pci or "").split(":")
-    return parts[1].lower() if len(parts) >= 3 else None
+    if len(parts) == 2:
+        parts = ["0", *parts]
+    if len(parts) < 3:
+        return None
+    try:
+        return f"{int(parts[0], 16):x}:{parts[1].lower()}"
+    except ValueError:
+        return None
 
 
 def per_gpu(ctx: Context) -> dict[int, dict[str, Any]]:
@@ -292,7 +300,7 @@ def xid(ctx: Context) -> list[Verdict] | None:
     by_bus = {_bus(g.get("pci")): i for i, g in gpus.items()}
     found: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for (bus, _code, _message), row in events.items():
-        found[by_bus.get(bus, f"pci:{bus}")].append(row)
+        found[by_bus.get(bus, f"pci:{row.get('pci')}")].append(row)
     verdicts = []
     targets = sorted(set(gpus) | set(found), key=str) if session.final else sorted(found, key=str)
     for index in targets:
