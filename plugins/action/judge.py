@@ -114,7 +114,12 @@ class ActionModule(ActionBase):
         runnable = [c for c in chosen if c not in refused]
         probes = dict(args.get("probes") or {})
         if args.get("collect") is not None:
-            wanted = checks.probes_for(runnable)
+            select = args.get("select") or {}
+            # The facts functions' probes feed the cluster-wide comparisons: needed only when one is selected.
+            fleet_checks = catalogue.select(str(select.get("phase")), "cluster") if select else []
+            wanted = checks.probes_for(runnable, fleet_facts=bool(checks.selection(
+                fleet_checks, list(task_vars.get("ansible_run_tags") or ["all"]),
+                list(task_vars.get("ansible_skip_tags") or []))) if select else True)
             # An instance of a catalogue probe (one per peer of a mesh) names its catalogue probe in `probe`.
             plan = [p for p in args["collect"] if wanted is None or p.get("probe", p.get("name")) in wanted]
             collected = self._collect(probe_catalogue.with_params(plan, args.get("params")), task_vars)

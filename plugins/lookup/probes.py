@@ -20,6 +20,11 @@ options:
     description: Only these probes (by name).
     type: list
     elements: str
+  params:
+    description:
+      - Values of probe parameters; each probe gets those its catalogue entry lists (C(params)), which its
+        command reads as C($CLUSTEREVAL_<NAME>).
+    type: dict
 author: clustereval developers
 """
 
@@ -47,8 +52,10 @@ class LookupModule(LookupBase):
         self.set_options(var_options=variables, direct=kwargs)
         timeout = self.get_option("timeout")
         names = self.get_option("names")
+        values = self.get_option("params")
         try:
-            return [probe for phase in terms
-                    for probe in probe_catalogue.for_phase(str(phase), timeout, set(names) if names else None)]
+            found = [probe for phase in terms
+                     for probe in probe_catalogue.for_phase(str(phase), timeout, set(names) if names else None)]
+            return probe_catalogue.with_params(found, values) if values is not None else found
         except ValueError as exc:
             raise AnsibleLookupError(f"clustereval probe catalogue: {exc}") from exc

@@ -345,13 +345,13 @@ def selection(check_ids: list[str], run_tags: list[str], skip_tags: list[str]) -
     return [check_id for check_id in check_ids if selected(check_id, run_tags, skip_tags)]
 
 
-def probes_for(check_ids: list[str]) -> set[str] | None:
-    """The probes the checks name plus every facts probe and the hardware facts' probes: what a node must run
-    for them (select before running). None when one of the checks names no probes: then everything is
-    collected."""
+def probes_for(check_ids: list[str], fleet_facts: bool = True) -> set[str] | None:
+    """What a node must run for ``check_ids`` (select before running): the probes they name, the hardware
+    facts' probes, and — when a cluster-wide check will compare the nodes (``fleet_facts``) — every facts
+    function's probes. None when one of the checks names no probes: then everything is collected."""
     from clustereval.facts import HARDWARE_PROBES
 
-    names = set(fact_probes()) | set(HARDWARE_PROBES)
+    names = set(HARDWARE_PROBES) | (set(fact_probes()) if fleet_facts else set())
     for check_id in check_ids:
         declared = catalogue.entry(check_id).get("probes")
         if declared is None:
