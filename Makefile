@@ -64,6 +64,7 @@ test: lint
 benchmark: install
 	$(PY) benchmarks/evaluate_sim.py
 	$(PY) benchmarks/fuzz_parsers.py
+	$(PY) benchmarks/session_cost.py
 
 clean:
 	rm -rf .pytest_cache .ruff_cache runs .sim

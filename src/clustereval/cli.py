@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", help="run the evaluation playbook against an inventory")
     ev.add_argument("-i", "--inventory", required=True)
-    ev.add_argument("--phases", help="comma-separated: audit,performance (default: all)")
+    ev.add_argument("--phases", help="comma-separated: audit,performance,reliability (default: audit,performance)")
     ev.add_argument("--out", help="run directory (default: runs/<timestamp>/ in the checkout)")
     ev.add_argument("-e", "--extra-vars", action="append", help="KEY=VALUE or @vars.yml, as ansible-playbook")
     ev.add_argument("--tags", help="only these checks (ids, dotted prefixes or phases)")

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from clustereval import journal, results
+from clustereval.sim import cluster
 from tests.integration.simrun import (
     BIN,
     PLAYBOOK,
@@ -95,24 +96,6 @@ def session_processes(run_id: str) -> list[int]:
             except OSError:
                 continue
     return found
-
-
-def descendants(pid: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    out, stack = set(), [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in out:
-                out.add(child)
-                stack.append(child)
-    return out
 
 
 def by_identity(items: list[dict]) -> dict:
@@ -289,7 +272,7 @@ def test_a_journal_entry_left_by_a_killed_run_is_undone(reference, tmp_path):
     try:
         assert wait_for(lambda: len(journal.pending(run_dir)) == 2 and len(
             series_rows(run_dir / "series" / "node1" / "telemetry-gpu.csv")) >= 8, 60), proc.stdout
-        family = {proc.pid} | descendants(proc.pid)
+        family = {proc.pid} | cluster._descendants({proc.pid})
         for pid in family:  # a lost controller: nothing of ansible-playbook gets to clean up
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -361,23 +361,19 @@ def probes_for(check_ids: list[str], fleet_facts: bool = True) -> set[str] | Non
 
 
 def not_permitted(check_id: str, options: dict[str, Any], host: str | None = None) -> str | None:
-    """Why an acting check may not run here (None: it may). Restoring actions (``acts: true`` or
-    ``acts: restoring``) follow ``allow_actions``; destructive ones (``acts: destructive``) need
-    ``allow_destructive`` and the host among ``destructive_targets`` (never the default)."""
-    acts = catalogue.entry(check_id).get("acts")
-    if not acts:
+    """Why a destructive check (``acts: destructive``) may not run here (None: it may): it needs
+    ``allow_destructive`` and a ``destructive_targets`` list naming the host, never the default. Restoring
+    actions (``acts: true``) are gated by their own probes, which get ``allow_actions`` as a parameter and
+    report "not tried", so their checks still judge what they could read."""
+    if catalogue.entry(check_id).get("acts") != "destructive":
         return None
-    if acts == "destructive":
-        if not options.get("allow_destructive"):
-            return "destructive test, not opted in (clustereval_allow_destructive=true and a target list enable it)"
-        targets = options.get("destructive_targets") or []
-        if not targets:
-            return "destructive test; clustereval_destructive_targets names no host"
-        if host is not None and host not in targets:
-            return f"destructive test; {host} is not in clustereval_destructive_targets"
-        return None
-    if options.get("allow_actions") is False:
-        return "acting test, not tried (clustereval_audit_allow_actions=false)"
+    if not options.get("allow_destructive"):
+        return "destructive test, not opted in (clustereval_allow_destructive=true and a target list enable it)"
+    targets = options.get("destructive_targets") or []
+    if not targets:
+        return "destructive test; clustereval_destructive_targets names no host"
+    if host is not None and host not in targets:
+        return f"destructive test; {host} is not in clustereval_destructive_targets"
     return None
 
 
