@@ -81,7 +81,7 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 from ansible_collections.clustereval.gpu.plugins.module_utils import session_runner
 
-from clustereval import checks, journal, remote, rundir, sessions
+from clustereval import checks, journal, remote, rundir, runinfo, sessions
 from clustereval import facts as facts_mod
 from clustereval.checks import catalogue, probe_catalogue
 from clustereval.results import TASK_RESULT_KEY, now_iso, to_task_result
@@ -320,11 +320,8 @@ class ActionModule(ActionBase):
     def _mark_active(self) -> str:
         """A file saying this worker is still recording into the run directory: the results callback waits
         for it (a little) before it writes the reports of an interrupted run."""
-        folder = os.path.join(self._run_dir, ACTIVE_DIR)
-        os.makedirs(folder, exist_ok=True)
-        path = os.path.join(folder, f"{rundir.safe(self._host)}-{rundir.safe(self._name)}.pid")
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(str(os.getpid()))
+        path = os.path.join(self._run_dir, ACTIVE_DIR, f"{rundir.safe(self._host)}-{rundir.safe(self._name)}.pid")
+        runinfo.mark_active(path)
         return path
 
     @staticmethod

@@ -77,14 +77,30 @@ def mark_ended(run_dir: str | os.PathLike[str], **extra: Any) -> None:
 ACTIVE_SESSIONS = Path("sessions") / "active"
 
 
+def process_start(pid: int) -> str | None:
+    """The start time of a live process (kernel ticks since boot); None when it is gone or a zombie."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def mark_active(path: str | os.PathLike[str]) -> None:
+    """Say this process records into the run directory: its PID and start time (so a reused PID is not it)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(f"{os.getpid()} {process_start(os.getpid())}\n", encoding="utf-8")
+
+
 def active_sessions(run_dir: str | os.PathLike[str]) -> list[str]:
     """Sessions whose worker still records into the run directory (its marker names a live process)."""
     folder = Path(run_dir) / ACTIVE_SESSIONS
     alive = []
     for marker in sorted(folder.glob("*.pid")) if folder.is_dir() else []:
         try:
-            pid = int(marker.read_text().strip())
-            os.kill(pid, 0)
+            pid, started = marker.read_text().split()
+            if process_start(int(pid)) != started:
+                continue
         except (OSError, ValueError):
             continue
         alive.append(marker.stem)
