@@ -241,3 +241,58 @@ def test_summary_line_for_an_empty_run_and_an_unreachable_node():
     unreachable = result("harness.node.reachable", subject="node3", status="fail", summary="timeout")
     line = summary_line(score_results([result("audit.a"), result("storage.b"), unreachable]))
     assert "unreachable node (node3)" in line
+
+
+def write_run(tmp_path: Path, items: list[dict], run: dict) -> Path:
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in items))
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    return tmp_path
+
+
+def test_variants_pairs_gpus_series_and_measured_times_reach_every_report(tmp_path):
+    from clustereval import facts
+
+    series = {"path": "series/_cluster/mesh.csv", "kind": "timeseries", "x": "start_s", "rows": 2}
+    items = [
+        result("network.mesh.tcp_bandwidth", subject="node1->node2", value=9.5, params={"streams": 1}),
+        result("network.mesh.tcp_bandwidth", subject="node1->node2", status="fail", value=0.1, params={"streams": 4},
+               series=[series]),
+        result("telemetry.kernel.xid", subject="node2/gpu3", status="fail", severity="critical",
+               measured={"started": "T0", "ended": "T9", "events": [{"at": "T5", "event": "xid"}]}),
+    ]
+    run_dir = write_run(tmp_path, items, {"run_id": "r", "started": "T0", "ended": "T9"})
+    (run_dir / "series/_cluster").mkdir(parents=True)
+    (run_dir / "series/_cluster/mesh.csv").write_text("source,destination\nnode1,node2\n")
+    for host in ("node1", "node2"):
+        facts.write(run_dir, host, facts.hardware({"gpu_models": ["NVIDIA H200"], "gpu_count": 8,
+                                                   "driver_version": "580.1", "cuda_version": "13.0"}))
+    render_all(run_dir)
+    md = (run_dir / "report.md").read_text()
+    assert "node1-&gt;node2 · streams=1" in md and "node1-&gt;node2 · streams=4" in md  # variants side by side
+    assert "series: [series/_cluster/mesh.csv]" in md and "T0 → T9; xid at T5" in md
+    assert "| Hardware | 2 node(s): 8 × NVIDIA H200; driver 580.1 (CUDA 13.0) |" in md
+    by_host = md.split("## Results by host")[1].split("## Results by check")[0]
+    assert "| node1 | 1 | 0 | 1 |" in by_host and "| node2 | 1 | 0 | 2 |" in by_host  # a pair counts for both hosts
+    names = [c.get("name") for c in ET.parse(run_dir / "junit.xml").getroot().iter("testcase")]
+    assert "node1->node2 · streams=1" in names and "node1->node2 · streams=4" in names
+    score = json.loads((run_dir / "score.json").read_text())
+    assert score["counts"]["pass"] + score["counts"]["fail"] == 3
+    assert any(m.get("params") == {"streams": 4} for m in score["movers"])
+    html = (run_dir / "report.html").read_text()
+    assert "streams=4" in html and "series/_cluster/mesh.csv" in html
+
+
+def test_an_interrupted_run_says_so_in_every_report_and_on_the_terminal(tmp_path):
+    run_dir = write_run(tmp_path, [result("audit.os.kernel")], {"run_id": "r", "started": "T0", "ended": "T1",
+                                                                "interrupted": "Ctrl-C"})
+    render_all(run_dir)
+    assert "This run is incomplete: interrupted — Ctrl-C" in (run_dir / "report.md").read_text()
+    assert "This run is incomplete" in (run_dir / "report.html").read_text()
+    props = {p.get("name"): p.get("value") for p in ET.parse(run_dir / "junit.xml").getroot().iter("property")}
+    assert props["incomplete"] == "interrupted — Ctrl-C"
+    score = json.loads((run_dir / "score.json").read_text())
+    assert summary_line(score).startswith("INTERRUPTED (Ctrl-C)") and "interrupted" in score["explanation"][0]
+    (tmp_path / "b").mkdir()
+    unfinished = write_run(tmp_path / "b", [result("audit.os.kernel")], {"run_id": "r", "started": "T0"})
+    render_all(unfinished)
+    assert "not finished" in (unfinished / "report.md").read_text()

@@ -191,7 +191,34 @@ def summary_line(score: dict[str, Any]) -> str:
     unreachable = (score.get("subjects") or {}).get("unreachable") or []
     if unreachable and not any(c.get("id") == "unreachable_nodes" for c in binding):
         line += f"; unreachable: {_short_list(unreachable)}"
+    if score.get("interrupted"):
+        line = f"INTERRUPTED ({score['interrupted']}) — {line}"
     return one_line(line)
+
+
+def hardware_summary(view: dict[str, Any]) -> str:
+    """What was tested, from the run's facts: '4 nodes: 8 × NVIDIA H100 80GB HBM3, driver 580.159.03, ...'."""
+    per_host = view.get("facts") or {}
+    if not per_host:
+        return "unknown (no facts recorded)"
+    from clustereval import facts as facts_mod
+
+    fleet = facts_mod.fleet(per_host)
+    parts = []
+    if fleet.get("gpu_model"):
+        parts.append(f"{fleet.get('gpu_count') or '?'} × {fleet['gpu_model']}")
+    if fleet.get("driver_version"):
+        parts.append(f"driver {fleet['driver_version']} (CUDA {fleet.get('cuda_version') or '?'})")
+    if fleet.get("fabric_class"):
+        parts.append(f"{fleet.get('fabric_ports_active') or '?'} × {fleet['fabric_class']} "
+                     f"{fleet.get('fabric_rate_gbps') or '?'}G")
+    if fleet.get("cpu_model"):
+        parts.append(f"{fleet.get('cpu_count') or '?'} CPUs {fleet['cpu_model']}, {fleet.get('memory_gib') or '?'} GiB")
+    differing = fleet.get("differing") or {}
+    text = f"{fleet['hosts']} node(s): " + ("; ".join(parts) or "no hardware facts")
+    if differing:
+        text += "; differing: " + ", ".join(f"{k} on {_short_list(v)}" for k, v in sorted(differing.items()))
+    return one_line(text)
 
 
 def hosts_summary(view: dict[str, Any]) -> str:
@@ -211,7 +238,10 @@ def build_view(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     score = score_run(run_dir, catalogue=catalogue)
     loaded, _ = results_mod.load(run_dir)
     info, _ = read_run_info(run_dir)
+    from clustereval import facts as facts_mod
+
     return {
+        "facts": facts_mod.load(run_dir),
         "run_dir": run_dir,
         "score": score,
         "results": results_mod.latest(loaded),
@@ -253,6 +283,7 @@ __all__ = [
     "format_value",
     "group_by_check",
     "group_by_host",
+    "hardware_summary",
     "hosts_summary",
     "measured_text",
     "one_line",

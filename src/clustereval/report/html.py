@@ -20,6 +20,7 @@ from clustereval.report import (
     format_value,
     group_by_check,
     group_by_host,
+    hardware_summary,
     hosts_summary,
     measured_text,
     run_state,
@@ -75,6 +76,7 @@ def _header(view: dict[str, Any]) -> str:
         ["Started → ended", f"{esc(run.get('started') or '?')} → {esc(run.get('ended') or 'not finished')}"],
         ["Phases", esc(", ".join(map(str, run.get("phases") or [])) or "unknown")],
         ["Hosts", hosts_summary(view)],
+        ["Hardware", esc(hardware_summary(view))],
         [
             "Versions",
             f"clustereval {esc(versions.get('clustereval') or '?')}, "

@@ -19,6 +19,7 @@ from clustereval.report import (
     format_value,
     group_by_check,
     group_by_host,
+    hardware_summary,
     hosts_summary,
     measured_text,
     one_line,
@@ -75,6 +76,7 @@ def _header(view: dict[str, Any]) -> list[str]:
         ],
         ["Phases", cell(", ".join(map(str, run.get("phases") or [])) or "unknown")],
         ["Hosts", hosts_summary(view)],
+        ["Hardware", cell(hardware_summary(view))],
         [
             "Versions",
             f"clustereval {cell(versions.get('clustereval') or '?')}, "
