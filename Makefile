@@ -8,8 +8,10 @@ SIM_PROFILE ?= reference
 DEB_PACKAGES := openssh-server openssh-client slurm-wlm slurm-client munge fio iperf3 iputils-ping iproute2 procps python3 prometheus-node-exporter sshfs nftables
 APT_STAMP   := $(VENV)/.apt-packages
 PIP_STAMP   := $(VENV)/.pip-installed
-# Small fio runs for the demo: a real run on a provider uses the role defaults (4 GiB, 15 s).
-DEMO_VARS   := -e clustereval_storage_fio_size_mib=256 -e clustereval_storage_fio_runtime_s=3
+# Small fio runs and a short mesh for the demo: a real run on a provider uses the role defaults (4 GiB and
+# 15 s of fio, 10 s per direction of every pair).
+DEMO_VARS   := -e clustereval_storage_fio_size_mib=256 -e clustereval_storage_fio_runtime_s=3 \
+               -e clustereval_network_mesh_duration_s=3
 
 .PHONY: install demo test lint unit integration sim-up sim-down sim-status benchmark clean
 
