@@ -140,7 +140,7 @@ class ActionModule(ActionBase):
         if state == "started":
             return self._start_only(result, args)
         if state == "stopped":
-            return self._stop_and_judge(result, args, started=None)
+            return self._stop_and_judge(result)
         return self._run_session(result, args)
 
     # ------------------------------------------------------------------ node exchanges
@@ -266,9 +266,9 @@ class ActionModule(ActionBase):
         view.ended = now_iso()
         journal.restored(self._run_dir, entry, detail={"reason": ended.get("reason"), "rc": ended.get("rc")})
 
-    def _stop_and_judge(self, result: dict[str, Any], args: dict[str, Any], started: str | None) -> dict[str, Any]:
+    def _stop_and_judge(self, result: dict[str, Any]) -> dict[str, Any]:
         recorder = sessions.Recorder(self._run_dir, self._host, self._name, self._streams)
-        view = sessions.SessionView(recorder, self._name, started=started)
+        view = sessions.SessionView(recorder, self._name)
         pending = [e for e in journal.pending(self._run_dir)
                    if e.get("host") == self._host and (e.get("undo") or {}).get("name") == self._request["name"]
                    and (e.get("undo") or {}).get("kind") == "session"]

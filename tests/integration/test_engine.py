@@ -53,15 +53,6 @@ def start_playbook(inventory: Path, *args: str) -> subprocess.Popen:
                             cwd=REPO, start_new_session=True)
 
 
-def wait_for(predicate, timeout: float, interval: float = 0.2) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
-
-
 def series_rows(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -211,7 +202,7 @@ def test_sigint_mid_session_keeps_the_samples_and_the_report_says_interrupted(re
     proc = start_playbook(reference / "inventory.ini", *telemetry(90, 1), "-e", f"clustereval_out={run_dir}")
     try:
         series = [run_dir / "series" / node / "telemetry-gpu.csv" for node in ("node1", "node2")]
-        assert wait_for(lambda: all(len(series_rows(s)) >= 16 for s in series), 60), proc.stdout
+        assert cluster._wait(lambda: all(len(series_rows(s)) >= 16 for s in series), 60), proc.stdout
         seen = [len(series_rows(s)) for s in series]
         os.killpg(proc.pid, signal.SIGINT)
         proc.communicate(timeout=90)
@@ -231,7 +222,7 @@ def test_sigint_mid_session_keeps_the_samples_and_the_report_says_interrupted(re
     assert keyed[("harness.run.interrupted", "_cluster")]["status"] == "error"
     assert "This run is incomplete: interrupted" in (run_dir / "report.md").read_text()
     assert journal.pending(run_dir) == []
-    assert wait_for(lambda: not session_processes(info["run_id"]), 10), session_processes(info["run_id"])
+    assert cluster._wait(lambda: not session_processes(info["run_id"]), 10), session_processes(info["run_id"])
     assert not (SESSION_BASE / info["run_id"]).exists()
 
 
@@ -270,7 +261,7 @@ def test_a_journal_entry_left_by_a_killed_run_is_undone(reference, tmp_path):
     run_dir = tmp_path / "runs" / "killed"
     proc = start_playbook(reference / "inventory.ini", *telemetry(300, 2), "-e", f"clustereval_out={run_dir}")
     try:
-        assert wait_for(lambda: len(journal.pending(run_dir)) == 2 and len(
+        assert cluster._wait(lambda: len(journal.pending(run_dir)) == 2 and len(
             series_rows(run_dir / "series" / "node1" / "telemetry-gpu.csv")) >= 8, 60), proc.stdout
         family = {proc.pid} | cluster._descendants({proc.pid})
         for pid in family:  # a lost controller: nothing of ansible-playbook gets to clean up
@@ -299,7 +290,7 @@ def test_a_journal_entry_left_by_a_killed_run_is_undone(reference, tmp_path):
     assert undo.returncode == 0, undo.stdout + undo.stderr
     assert journal.pending(run_dir) == []
     assert [e["by"] for e in journal.load(run_dir) if e["state"] == "restored"] == ["undo", "undo"]
-    assert wait_for(lambda: not session_processes(run_id), 10), session_processes(run_id)
+    assert cluster._wait(lambda: not session_processes(run_id), 10), session_processes(run_id)
     hosts, _ = read_inventory(reference)
     assert ssh(reference, hosts["node1"], f"test -e {SESSION_BASE / run_id} && echo left || echo gone"
                ).stdout.strip() == "gone"

@@ -14,6 +14,7 @@ import statistics
 from typing import Any
 
 from clustereval import baselines, parsers
+from clustereval import facts as facts_mod
 from clustereval.checks import Context, Skip, Verdict, check
 from clustereval.results import pair_subject, set_subject, worst
 
@@ -33,8 +34,16 @@ def _instances(ctx: Context, template: str) -> dict[tuple[str, str], dict[str, A
     return out
 
 
-def _parse(probe: dict[str, Any], tool: str) -> tuple[dict[str, Any] | None, str | None]:
-    """(parsed output, None) or (None, why the pair has no measurement)."""
+def _parse(ctx: Context, probe: dict[str, Any], tool: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(parsed output, None) or (None, why the pair has no measurement), parsed once per judgement: the
+    mesh's summary judges again what the per-pair checks judged."""
+    key = f"mesh:{tool}:{id(probe)}"  # the records live in ctx.host_probes for the whole judgement
+    if key not in ctx.parse_cache:
+        ctx.parse_cache[key] = _parse_once(probe, tool)
+    return ctx.parse_cache[key]
+
+
+def _parse_once(probe: dict[str, Any], tool: str) -> tuple[dict[str, Any] | None, str | None]:
     if probe.get("timed_out"):
         return None, f"`{probe.get('cmd')}` did not finish within {probe.get('timeout')} s"
     try:
@@ -60,14 +69,13 @@ def _link_gbps(ctx: Context, source: str, destination: str, pings: dict) -> floa
     speeds = []
     for here, there in ((source, destination), (destination, source)):
         probe = (ctx.host_probes.get(here) or {}).get(ROUTE)
-        toward = next((p for (s, d), p in pings.items() if (s, d) == (here, there)), None)
+        toward = pings.get((here, there))
         if not probe or not toward:
             return None
-        try:
-            routes = parsers.parse("probe-network-route", probe.get("stdout") or "")["routes"]
-        except parsers.ParseError:
+        data, _ = _parse(ctx, probe, "probe-network-route")
+        if data is None:
             return None
-        speed = (routes.get(_address(toward) or "") or {}).get("speed_mbps")
+        speed = (data["routes"].get(_address(toward) or "") or {}).get("speed_mbps")
         if not speed:
             return None
         speeds.append(speed / 1000.0)
@@ -75,8 +83,6 @@ def _link_gbps(ctx: Context, source: str, destination: str, pings: dict) -> floa
 
 
 def _pair_facts(ctx: Context, source: str, destination: str, link: float | None) -> dict[str, Any]:
-    from clustereval import facts as facts_mod
-
     return {**facts_mod.for_subject(ctx.host_facts, pair_subject(source, destination)), "link_gbps": link}
 
 
@@ -102,7 +108,7 @@ def tcp_bandwidth(ctx: Context) -> list[Verdict]:
     pings = _instances(ctx, PING)
     rates, parsed, failures = {}, {}, {}
     for pair, probe in measured.items():
-        data, why = _parse(probe, "iperf3")
+        data, why = _parse(ctx, probe, "iperf3")
         if data is not None and data.get("error"):
             data, why = None, f"iperf3: {data['error']}"
         if data is None or data.get("received_gbitps") is None:
@@ -167,7 +173,7 @@ def tcp_bandwidth(ctx: Context) -> list[Verdict]:
 def tcp_asymmetry(ctx: Context) -> list[Verdict]:
     rates = {}
     for pair, probe in _instances(ctx, IPERF).items():
-        data, _ = _parse(probe, "iperf3")
+        data, _ = _parse(ctx, probe, "iperf3")
         if data is not None and not data.get("error") and data.get("received_gbitps") is not None:
             rates[pair] = float(data["received_gbitps"])
     limit = baselines.reference(AREA, "network.mesh.tcp_asymmetry", {}, ctx.params,
@@ -199,7 +205,7 @@ def _ping_verdicts(ctx: Context, check_id: str, measure: str) -> list[Verdict]:
     verdicts = []
     for (source, destination), probe in sorted(pings.items()):
         subject = pair_subject(source, destination)
-        data, why = _parse(probe, "ping")
+        data, why = _parse(ctx, probe, "ping")
         if data is None:
             verdicts.append(Verdict(_no_measurement(probe), f"{source} could not ping {destination}: {why}",
                                     subject=subject,

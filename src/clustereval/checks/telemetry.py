@@ -267,7 +267,7 @@ def ecc(ctx: Context) -> list[Verdict]:
     return verdicts
 
 
-def _xid_events(ctx: Context, rows: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+def _xid_events(rows: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
     """Xid events by (bus, code, message), counted once however many kernel log sources carried them."""
     out: dict[tuple, dict[str, Any]] = {}
     for row in rows:
@@ -291,7 +291,7 @@ def xid(ctx: Context) -> list[Verdict] | None:
     session = _session(ctx)
     rows = list(session.rows(KERNEL_STREAM)) if session.final else list(
         session.chunk(KERNEL_STREAM).get("events") or [])
-    events = _xid_events(ctx, rows)
+    events = _xid_events(rows)
     if not session.final and not events:
         return None  # nothing new this poll: nothing to record yet
     gpus = per_gpu(ctx)
