@@ -52,7 +52,7 @@ sim-status:
 
 lint: install
 	$(BIN)/ruff check src plugins tests benchmarks
-	$(BIN)/ansible-lint playbooks roles
+	$(BIN)/ansible-lint
 
 unit: install
 	$(BIN)/pytest -q -m "not integration" tests
