@@ -1,0 +1,153 @@
+"""The shell a drill runs on a node, one builder per step; every value reaches the shell quoted.
+
+Each step prints ``## kind key=value`` section headers (``parsers/probe_drill.py`` reads them), so the log
+keeps the node's own words under a header saying what they are. A step that cannot work on this node says
+why in one ``## unavailable why=...`` line and exits 3: the drill then tries the next method or skips,
+never guesses.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+# DCGM field ids (dcgm_fields.h): DCGM_FI_DEV_XID_ERRORS holds the last Xid a GPU raised.
+DCGM_FIELD_XID = 230
+UNAVAILABLE_RC = 3
+# How long the secondary bus reset is held: the PCIe base spec asks for at least 1 ms; a second is what
+# site scripts use, and lets a bridge that latches slowly see it.
+SBR_HOLD_S = 0.5
+# The driver's text after "NVRM: Xid (PCI:0000:BB:00): <code>, " for the Xids a drill injects (the
+# kernel-xid corpus and NVIDIA's Xid catalogue); pid=0 names no process, as for a fault outside any job.
+XID_TEXT = {
+    79: "pid=0, name=clustereval-drill, GPU has fallen off the bus.",
+    48: "pid=0, name=clustereval-drill, An uncorrectable double bit error (DBE) has been detected on GPU in the "
+        "framebuffer at partition 0, subpartition 0.",
+    94: "pid=0, name=clustereval-drill, Contained: SM (0x1). RST: No, D-RST: No",
+    95: "pid=0, name=clustereval-drill, Uncontained: FBHUB. RST: Yes, D-RST: No",
+    119: "pid=0, name=clustereval-drill, Timeout after 6s of waiting for RPC response from GPU0 GSP! Expected "
+         "function 76 (GSP_RM_CONTROL) (0x20801702 0x4).",
+    13: "pid=0, name=clustereval-drill, Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address",
+    31: "pid=0, name=clustereval-drill, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 "
+        "faulted @ 0x0_00000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ",
+    43: "pid=0, name=clustereval-drill, Ch 00000008",
+    74: "pid=0, name=clustereval-drill, NVLink: fatal error detected on link 0(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, "
+        "0x0)",
+}
+
+
+def _clock(kind: str) -> str:
+    return f"printf '## {kind} t=%s\\n' \"$(date +%s.%N)\""
+
+
+def poll(gpus: bool = False, scheduler: str = "slurm") -> str:
+    """One observation of the node: its clock and boot id, the scheduler's view of every node (Slurm:
+    ``scontrol -o show node``) and, when asked, the GPUs the driver lists (``nvidia-smi -L``)."""
+    parts = [_clock("clock"),
+             "printf '## boot_id id=%s\\n' \"$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)\""]
+    if scheduler == "slurm":
+        parts.append("if command -v scontrol >/dev/null 2>&1; then out=$(scontrol -o show node 2>&1); "
+                     "printf '## scontrol rc=%s\\n%s\\n' \"$?\" \"$out\"; "
+                     "else echo '## scontrol rc=127 missing=yes'; fi")
+    if gpus:
+        parts.append("if command -v nvidia-smi >/dev/null 2>&1; then out=$(timeout 30 nvidia-smi -L 2>&1); "
+                     "printf '## gpus rc=%s\\n%s\\n' \"$?\" \"$out\"; else echo '## gpus rc=127 missing=yes'; fi")
+    return "; ".join(parts)
+
+
+def gpu_bus_ids() -> str:
+    """``index, pci.bus_id`` of every GPU (``0, 00000000:18:00.0``)."""
+    return ("echo '## gpu_bus'; timeout 30 nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader 2>&1; "
+            "echo \"## end rc=$?\"")
+
+
+def sysfs_bdf(bus_id: str) -> str:
+    """nvidia-smi's ``00000000:18:00.0`` as sysfs names the device (``0000:18:00.0``, lower case)."""
+    domain, _, rest = str(bus_id).strip().partition(":")
+    return f"{domain[-4:]}:{rest}".lower()
+
+
+def kmsg_line(xid: int, bus_id: str) -> str:
+    """The driver's Xid line (without the priority the writer adds): ``NVRM: Xid (PCI:0000:18:00): 79, ...``."""
+    bdf = sysfs_bdf(bus_id)
+    text = XID_TEXT.get(int(xid), "pid=0, name=clustereval-drill, Graphics Exception")
+    return f"NVRM: Xid (PCI:{bdf.rsplit('.', 1)[0]}): {int(xid)}, {text}"
+
+
+def prepare(method: str, gpu: int, bus_id: str, xid: int) -> str:
+    """Read-only: whether ``method`` can work on this node, and what it would touch (the SBR's bridge and its
+    bridge-control word), so the journal holds the exact restore before anything changes."""
+    if method == "dcgm":
+        return ("command -v dcgmi >/dev/null 2>&1 || { echo '## unavailable why=dcgmi is not installed'; exit 3; }; "
+                "echo '## ready'")
+    if method == "kmsg":
+        return ("[ -w /dev/kmsg ] || { echo '## unavailable why=/dev/kmsg is not writable'; exit 3; }; "
+                "echo '## ready'")
+    if method == "sbr":
+        dev = shlex.quote(f"/sys/bus/pci/devices/{sysfs_bdf(bus_id)}")
+        return (f"dev={dev}; "
+                "[ -e \"$dev\" ] || { echo \"## unavailable why=$dev does not exist\"; exit 3; }; "
+                "command -v setpci >/dev/null 2>&1 || { echo '## unavailable why=setpci (pciutils) is not installed';"
+                " exit 3; }; "
+                "bridge=$(basename \"$(dirname \"$(readlink -f \"$dev\")\")\"); "
+                "case \"$bridge\" in ????:??:??.?) ;; *) echo \"## unavailable why=no PCI bridge above $dev "
+                "($bridge)\"; exit 3;; esac; "
+                "control=$(setpci -A linux-sysfs -s \"$bridge\" BRIDGE_CONTROL.w 2>&1) || "
+                "{ echo \"## unavailable why=setpci cannot read $bridge: $control\"; exit 3; }; "
+                "printf '## ready bridge=%s control=%s\\n' \"$bridge\" \"$control\"")
+    raise ValueError(f"unknown injection method {method!r}")
+
+
+def inject(method: str, gpu: int, bus_id: str, xid: int, bridge: str | None = None,
+           control: str | None = None) -> str:
+    """The injection itself; prints ``## fault t=`` (the node's clock) the moment the fault is in place."""
+    if method == "dcgm":
+        return (f"out=$(dcgmi test --inject --gpuid {int(gpu)} -f {DCGM_FIELD_XID} -v {int(xid)} 2>&1); rc=$?; "
+                f"{_clock('fault')}; printf '## dcgmi rc=%s\\n%s\\n' \"$rc\" \"$out\"; exit $rc")
+    if method == "kmsg":
+        line = shlex.quote(f"<4>{kmsg_line(xid, bus_id)}")
+        return (f"timeout 5 sh -c 'printf \"%s\\n\" \"$1\" > /dev/kmsg' sh {line}; rc=$?; {_clock('fault')}; "
+                f"printf '## kmsg rc=%s line=%s\\n' \"$rc\" {shlex.quote(kmsg_line(xid, bus_id))}; exit $rc")
+    if method == "sbr":
+        b, c = shlex.quote(str(bridge)), shlex.quote(str(control))
+        restore = f"setpci -A linux-sysfs -s {b} BRIDGE_CONTROL.w={c}"
+        # The trap puts the bridge back even when the session is cut while the reset is held.
+        return (f"trap '{restore}' INT TERM HUP; "
+                f"setpci -A linux-sysfs -s {b} BRIDGE_CONTROL.w=0040:0040 || exit 1; {_clock('fault')}; "
+                f"sleep {SBR_HOLD_S}; {restore}; rc=$?; trap - INT TERM HUP; "
+                f"now=$(date +%s.%N); printf '## restored rc=%s t=%s control=%s\\n' \"$rc\" \"$now\" "
+                f"\"$(setpci -A linux-sysfs -s {b} BRIDGE_CONTROL.w)\"; "
+                "exit $rc")
+    raise ValueError(f"unknown injection method {method!r}")
+
+
+def undo(method: str, gpu: int, bus_id: str, xid: int, expected_gpus: int, reboot_cmd: str,
+         bridge: str | None = None, control: str | None = None) -> str:
+    """What puts the node back as it was (the journal's undo recipe): DCGM's field back at 0; for a
+    secondary bus reset the bridge word back, and a reboot when the GPU is still off the bus (nothing
+    else brings a GPU back from an Xid 79). A kernel-log line cannot be withdrawn: the restore writes a
+    line saying the Xid above was ours, for whoever reads the log next."""
+    if method == "dcgm":
+        return f"dcgmi test --inject --gpuid {int(gpu)} -f {DCGM_FIELD_XID} -v 0"
+    if method == "kmsg":
+        note = shlex.quote(f"<5>clustereval: the Xid {int(xid)} line above for PCI:{sysfs_bdf(bus_id)} was "
+                           "written by a fault drill; no hardware fault")
+        return f"timeout 5 sh -c 'printf \"%s\\n\" \"$1\" > /dev/kmsg' sh {note}"
+    if method == "sbr":
+        b, c = shlex.quote(str(bridge)), shlex.quote(str(control))
+        return (f"setpci -A linux-sysfs -s {b} BRIDGE_CONTROL.w={c}; "
+                f"[ \"$(timeout 30 nvidia-smi -L 2>/dev/null | grep -c '^GPU ')\" -ge {int(expected_gpus)} ] || "
+                f"{{ nohup sh -c {shlex.quote(reboot_cmd)} >/dev/null 2>&1 </dev/null & }}")
+    raise ValueError(f"unknown injection method {method!r}")
+
+
+def reboot(command: str) -> str:
+    """Start the reboot detached (the SSH session ends with the node) and say when it was asked for."""
+    return (f"nohup sh -c {shlex.quote(command)} >/dev/null 2>&1 </dev/null & {_clock('fault')}; "
+            "echo '## reboot requested'")
+
+
+def gpu_job(node: str, command: str, timeout_s: int) -> str:
+    """A basic GPU command in a job on ``node`` (Slurm: ``srun -w NODE``), bounded by ``timeout_s``."""
+    inner = command.replace("{node}", node)
+    return (f"out=$(timeout {int(timeout_s)} sh -c {shlex.quote(inner)} 2>&1); rc=$?; "
+            "printf '## job rc=%s\\n%s\\n' \"$rc\" \"$out\"")

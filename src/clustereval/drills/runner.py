@@ -1,0 +1,307 @@
+"""Run one drill on one node: observe, act, observe until the provider has answered or a limit passed, restore.
+
+The runner talks to the node only through a :class:`Link` (the action plugin's SSH connection; a fake in the
+unit tests), writes every step to the drill log the moment it has its answer (so an interrupted drill keeps
+everything it saw), and journals each change before making it (``journal`` callbacks). Whatever ends the
+drill — the provider answered, a limit passed, the node vanished, Ctrl-C — the restore runs in ``finally``
+and the log gets its ``end`` line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from clustereval.drills import AUTO_ORDER, commands, timeline
+from clustereval.parsers.probe_drill import parse_step
+
+POLL_TIMEOUT_S = 60.0
+
+
+class Unreachable(Exception):
+    """The node did not answer over SSH (the message says how)."""
+
+
+class Link(Protocol):
+    def run(self, cmd: str, timeout_s: float) -> tuple[int, str, str]: ...
+
+    def reset(self) -> None: ...
+
+    def port_open(self) -> bool | None: ...
+
+
+@dataclass
+class Settings:
+    kind: str
+    target: str
+    targets: list[str]
+    method: str = "auto"
+    xid: int = 79
+    gpu: int = 0
+    reboot_cmd: str = "systemctl reboot"
+    gpu_job_cmd: str = "srun -w {node} -N1 -n1 --gres=gpu:1 -t 2 nvidia-smi -L"
+    poll_s: float = 0.5
+    detect_limit_s: float = 600.0
+    return_limit_s: float | None = 3600.0
+    job_timeout_s: float = 120.0
+    job_every_s: float = 5.0
+    dry_run: bool = False
+    scheduler: str = "slurm"
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class DrillLog:
+    """The drill's log file, one JSON object a line, appended and flushed as each step is answered."""
+
+    def __init__(self, path: str, clock: Callable[[], float]):
+        self.path, self.clock = path, clock
+        self.entries: list[dict[str, Any]] = []
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+
+    def add(self, entry: dict[str, Any]) -> dict[str, Any]:
+        self._fh.write(json.dumps(entry, sort_keys=True, default=str) + "\n")
+        self._fh.flush()
+        if isinstance(entry.get("stdout"), str):
+            entry = {**entry, "observed": parse_step(entry["stdout"])}
+        self.entries.append(entry)
+        return entry
+
+    def close(self) -> None:
+        try:
+            os.fsync(self._fh.fileno())
+        finally:
+            self._fh.close()
+
+
+@dataclass
+class Journal:
+    """How the runner journals a change before it makes it, and closes the entry once restored."""
+
+    applied: Callable[[str, str, dict[str, Any]], str]
+    restored: Callable[[str, str, dict[str, Any]], None]
+
+
+class Drill:
+    def __init__(self, link: Link, settings: Settings, log: DrillLog, journal: Journal,
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep):
+        self.link, self.s, self.log, self.journal = link, settings, log, journal
+        self.clock, self.sleep = clock, sleep
+        self.t0: float | None = None
+        self.method: str | None = None
+        self.pending: list[tuple[str, str]] = []  # (journal id, undo command) still applied
+        self.use_port_check = True
+        self.end: dict[str, Any] = {}
+        self.reachable = True
+
+    # ------------------------------------------------------------------ steps
+    def _step(self, kind: str, step: str, cmd: str, timeout_s: float = POLL_TIMEOUT_S, **extra: Any) -> dict[str, Any]:
+        sent = self.clock()
+        try:
+            rc, out, err = self.link.run(cmd, timeout_s)
+        except Unreachable as exc:
+            self.reachable = False
+            self.link.reset()
+            return self.log.add({"kind": kind, "step": step, "sent": sent, "received": self.clock(), "ok": False,
+                                 "error": str(exc)[:500], **extra})
+        self.reachable = True
+        entry: dict[str, Any] = {"kind": kind, "step": step, "sent": sent, "received": self.clock(), "ok": True,
+                                 "rc": rc, "stdout": out, "stderr": err[-2000:], **extra}
+        added = self.log.add(entry)
+        return added
+
+    def _poll(self, gpus: bool = False) -> dict[str, Any]:
+        if not self.reachable and self.use_port_check and self.link.port_open() is False:
+            now = self.clock()
+            return self.log.add({"kind": "poll", "step": "poll", "sent": now, "received": now, "ok": False,
+                                 "error": "the SSH port does not answer"})
+        return self._step("poll", "poll", commands.poll(gpus=gpus, scheduler=self.s.scheduler))
+
+    def _finish(self, reason: str, **detail: Any) -> None:
+        if not self.end:
+            self.end = {"reason": reason, **detail}
+
+    # ------------------------------------------------------------------ the drill
+    def run(self) -> dict[str, Any]:
+        s = self.s
+        self.log.add({"kind": "start", "at": self.clock(), "drill": s.kind, "target": s.target, "targets": s.targets,
+                      "method": s.method, "xid": s.xid if s.kind == "inject" else None, "gpu": s.gpu,
+                      "dry_run": s.dry_run, "params": s.params,
+                      "limits": {"detect_s": s.detect_limit_s, "return_s": s.return_limit_s, "poll_s": s.poll_s}})
+        try:
+            self._drill()
+        except BaseException as exc:
+            self._finish("interrupted" if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "Interrupted"
+                         else "error", detail=f"{type(exc).__name__}: {exc}"[:500])
+            raise
+        finally:
+            try:
+                self._restore()
+            finally:
+                self.log.add({"kind": "end", "at": self.clock(), "method": self.method, "t0": self.t0, **self.end})
+                self.log.close()
+        return self.end
+
+    def _drill(self) -> None:
+        s = self.s
+        first = self._poll(gpus=True)
+        if not first.get("ok"):
+            self._finish("unreachable", detail=f"{s.target} did not answer before the drill: {first.get('error')}")
+            return
+        if self.link.port_open() is False:
+            self.use_port_check = False  # reached through a proxy: only SSH itself can tell
+        state = timeline._target_state(first, s.target)
+        scheduler = (first["observed"].get("scheduler") or {})
+        if s.scheduler == "slurm" and scheduler.get("rc") != 0:
+            self._finish("no_scheduler", detail=f"scontrol did not answer on {s.target} (rc {scheduler.get('rc')}): "
+                                                f"{str(scheduler.get('output'))[-300:]}")
+            return
+        if s.scheduler == "slurm" and (state is None or not state.get("usable")):
+            why = "is not known to Slurm" if state is None else \
+                f"is {state.get('state')} ({state.get('reason') or 'no reason'})"
+            self._finish("not_in_service", detail=f"{s.target} {why} before the drill; a drill needs a node in service")
+            return
+        bus = {}
+        if s.kind == "inject":
+            bus = self._step("step", "gpu_bus", commands.gpu_bus_ids()).get("observed", {}).get("gpu_bus") or {}
+            if s.gpu not in bus:
+                self._finish("unavailable", detail=f"GPU {s.gpu} is not listed by nvidia-smi on {s.target} "
+                                                   f"(GPUs: {sorted(bus)})")
+                return
+        if s.dry_run:
+            self._dry_run(bus.get(s.gpu))
+            return
+        if s.kind == "reboot":
+            jid = self.journal.applied(f"reboot ({s.reboot_cmd})", "true",
+                                       {"command": s.reboot_cmd, "note": "a reboot is not undone; it is "
+                                        "closed once the node is back"})
+            step = self._step("step", "reboot", commands.reboot(s.reboot_cmd))
+            if not step.get("ok") or step.get("rc") not in (0, None):
+                self.journal.restored(jid, "not applied", {"error": step.get("error") or step.get("stderr")})
+                self._finish("error", detail=f"the reboot command failed: {step.get('error') or step.get('stderr')}")
+                return
+            self.pending.append((jid, ""))
+            self._mark_fault(step)
+        elif not self._inject(bus[s.gpu]):
+            return
+        self._observe()
+
+    def _mark_fault(self, step: dict[str, Any]) -> None:
+        observed = step.get("observed") or {}
+        node_fault, node_end = observed.get("fault_at"), observed.get("restored_at")
+        # The fault's time on the controller's clock: when the answer came, less what the node says passed
+        # between the fault and the end of the step (a bus reset is held for a while). Node clock differences
+        # only: a node's clock offset never enters.
+        self.t0 = float(step["received"])
+        if node_fault is not None and node_end is not None:
+            self.t0 -= max(0.0, float(node_end) - float(node_fault))
+        self.log.add({"kind": "fault", "step": step["step"], "fault_at": self.t0, "node_clock": node_fault,
+                      "sent": step["sent"], "received": step["received"]})
+
+    def _inject(self, bus_id: str) -> bool:
+        s = self.s
+        tried = []
+        for method in (AUTO_ORDER if s.method == "auto" else (s.method,)):
+            ready = self._step("step", f"prepare-{method}", commands.prepare(method, s.gpu, bus_id, s.xid))
+            observed = ready.get("observed") or {}
+            if not ready.get("ok") or observed.get("unavailable") or ready.get("rc") != 0:
+                tried.append(f"{method}: {observed.get('unavailable') or ready.get('error') or ready.get('stderr')}")
+                continue
+            extra = observed.get("ready") or {}
+            bridge, control = extra.get("bridge"), extra.get("control")
+            undo = commands.undo(method, s.gpu, bus_id, s.xid, self._gpus_before(), s.reboot_cmd, bridge, control)
+            cmd = commands.inject(method, s.gpu, bus_id, s.xid, bridge, control)
+            what = f"Xid {s.xid} on GPU {s.gpu} ({bus_id}) by {method}"
+            jid = self.journal.applied(what, undo, {"method": method, "command": cmd, "undo": undo,
+                                                    "line": commands.kmsg_line(s.xid, bus_id) if method == "kmsg"
+                                                    else None, "bridge": bridge, "bridge_control": control})
+            step = self._step("step", "inject", cmd, method=method)
+            if step.get("ok") and step.get("rc") == 0:
+                self.method = method
+                self.pending.append((jid, undo))
+                self._mark_fault(step)
+                return True
+            said = ((step.get("observed") or {}).get("said") or {}).get("dcgmi") or step.get("stderr") or \
+                step.get("error") or ""
+            self.journal.restored(jid, "not applied", {"rc": step.get("rc"), "said": said[-300:]})
+            tried.append(f"{method}: exit {step.get('rc')}: {said.strip()[-200:]}")
+        self._finish("unavailable", detail="no injection method worked: " + "; ".join(tried))
+        return False
+
+    def _gpus_before(self) -> int:
+        for entry in self.log.entries:
+            gpus = (entry.get("observed") or {}).get("gpus") or {}
+            if gpus.get("rc") == 0:
+                return int(gpus.get("count") or 0)
+        return 1
+
+    def _dry_run(self, bus_id: str | None) -> None:
+        s = self.s
+        plan = []
+        if s.kind == "reboot":
+            plan.append({"step": "reboot", "command": s.reboot_cmd})
+        else:
+            for method in (AUTO_ORDER if s.method == "auto" else (s.method,)):
+                ready = self._step("step", f"prepare-{method}", commands.prepare(method, s.gpu, str(bus_id), s.xid))
+                extra = (ready.get("observed") or {}).get("ready")
+                possible = extra is not None and ready.get("rc") == 0
+                why = (ready.get("observed") or {}).get("unavailable") or ready.get("error")
+                plan.append({"method": method, "possible": possible, "why_not": why,
+                             "command": commands.inject(method, s.gpu, str(bus_id), s.xid, extra.get("bridge"),
+                                                        extra.get("control")) if possible else None})
+                if possible and s.method == "auto":
+                    break
+        plan.append({"step": "observe", "poll_s": s.poll_s, "detect_limit_s": s.detect_limit_s,
+                     "return_limit_s": s.return_limit_s, "gpu_job": s.gpu_job_cmd.replace("{node}", s.target)})
+        self._finish("dry_run", plan=plan)
+
+    def _observe(self) -> None:
+        s = self.s
+        assert self.t0 is not None
+        next_job = 0.0
+        while True:
+            now = self.clock()
+            tl = timeline.build({"entries": self.log.entries, "start": self.log.entries[0], "end": None})
+            stones = tl.milestones
+            if "gpu_job" in stones:
+                self._poll(gpus=True)  # what the node looks like once back: is the fault gone?
+                self._finish("complete")
+                return
+            if s.kind == "inject" and "detected" not in stones and now - self.t0 > s.detect_limit_s:
+                self._finish("not_detected", detail=f"nothing detected within {s.detect_limit_s:g} s")
+                return
+            if s.kind == "inject" and "detected" in stones and s.return_limit_s is None:
+                self._finish("detected", detail="detection is what this drill waits for (return not awaited)")
+                return
+            limit = s.return_limit_s if s.return_limit_s is not None else s.detect_limit_s
+            if now - self.t0 > limit:
+                self._finish("not_returned", detail=f"not back in service within {limit:g} s")
+                return
+            if "returned" in stones and self.reachable and now >= next_job:
+                self._step("job", "gpu_job", commands.gpu_job(s.target, s.gpu_job_cmd, int(s.job_timeout_s)),
+                           timeout_s=s.job_timeout_s + 30)
+                next_job = self.clock() + s.job_every_s
+                continue
+            started = self.clock()
+            self._poll(gpus=s.method == "sbr" or "returned" in stones)
+            self.sleep(max(0.0, s.poll_s - (self.clock() - started)))
+
+    def _restore(self) -> None:
+        for jid, undo in list(self.pending):
+            if not undo:  # a reboot: closed when the node came back
+                back = any(e.get("kind") == "poll" and e.get("ok") for e in self.log.entries[-3:])
+                if back and self.end.get("reason") == "complete":
+                    self.journal.restored(jid, "back", {"note": "the node came back from its reboot"})
+                    self.pending.remove((jid, undo))
+                continue
+            step = self._step("step", "restore", undo, timeout_s=120)
+            if step.get("ok") and step.get("rc") == 0:
+                self.journal.restored(jid, "restored", {"command": undo})
+                self.pending.remove((jid, undo))
+            else:
+                self.end.setdefault("not_restored", []).append(
+                    {"journal_id": jid, "command": undo, "error": step.get("error") or step.get("stderr")})

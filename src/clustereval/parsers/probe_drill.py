@@ -1,0 +1,135 @@
+"""Parsers for a fault drill's output (``clustereval.drills``).
+
+* ``probe-drill-step`` — what one drill step printed on a node: ``## kind key=value`` sections
+  (``drills/commands.py``): ``clock`` and ``fault`` (``t``: the node's clock), ``boot_id`` (``id``),
+  ``scontrol`` (``rc``, then ``scontrol -o show node`` lines, parsed with the Slurm parser), ``gpus``
+  (``rc``, then ``nvidia-smi -L``), ``gpu_bus`` (``index, pci.bus_id`` rows), ``job`` (``rc`` and the job's
+  output), ``ready`` / ``unavailable`` (``why``), ``dcgmi`` / ``kmsg`` / ``restored`` (``rc``).
+* ``fault-drill-log`` — the drill's log, ``raw/<host>/fault-<drill>.jsonl``: one JSON object per line
+  (``kind``: start, poll, step, job, end; ``sent`` / ``received``: the controller's clock), each step's
+  ``stdout`` parsed as above under ``observed``. A torn last line (the controller died mid-write) is
+  dropped with a warning and makes the log incomplete; so does a log without its ``end`` line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from clustereval.parsers import register
+from clustereval.parsers._common import result
+from clustereval.parsers.errors import ParseError
+from clustereval.parsers.probe_sections import sections
+from clustereval.parsers.slurm import parse as parse_slurm
+
+_GPU_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+)\)")
+_BUS_ROW = re.compile(r"^\s*(\d+)\s*,\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_USABLE = ("idle", "mixed", "allocated", "completing")
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if re.fullmatch(r"-?\d+", str(value or "")) else None
+
+
+def _scheduler_nodes(body: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    text = "\n".join(body)
+    if not text.strip():
+        return {}, []
+    try:
+        parsed = parse_slurm(text)
+    except ParseError as exc:
+        return {}, [f"scontrol output not understood: {exc}"]
+    nodes = {}
+    for node in parsed.get("nodes", []):
+        fields = node.get("fields") or {}
+        usable = node.get("state") in _USABLE and not (node.get("drain") or node.get("down")
+                                                        or node.get("not_responding"))
+        nodes[node["name"]] = {"state": node.get("state"), "state_raw": node.get("state_raw"),
+                               "drain": bool(node.get("drain")), "down": bool(node.get("down")),
+                               "not_responding": bool(node.get("not_responding")), "usable": usable,
+                               "reason": node.get("reason"), "reason_time": node.get("reason_time"),
+                               "slurmd_start": fields.get("SlurmdStartTime"), "boot_time": node.get("boot_time")}
+    return nodes, list(parsed.get("warnings") or [])
+
+
+@register("probe-drill-step")
+def parse_step(text: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"clock": None, "fault_at": None, "boot_id": None, "scheduler": None, "gpus": None,
+                           "gpu_bus": {}, "job": None, "restored_at": None, "ready": None, "unavailable": None,
+                           "rcs": {}}
+    warnings: list[str] = []
+    for sec in sections(text):
+        kind, body = sec["kind"], sec["body"]
+        if kind == "clock":
+            out["clock"] = _float(sec.get("t"))
+        elif kind == "fault":
+            out["fault_at"] = _float(sec.get("t"))
+        elif kind == "boot_id":
+            out["boot_id"] = (sec.get("id") or "").strip() or None
+        elif kind == "scontrol":
+            nodes, more = _scheduler_nodes(body) if _int(sec.get("rc")) == 0 else ({}, [])
+            out["scheduler"] = {"kind": "slurm", "rc": _int(sec.get("rc")), "missing": sec.get("missing") == "yes",
+                                "nodes": nodes, "output": "\n".join(body)[-2000:]}
+            warnings += more
+        elif kind == "gpus":
+            lines = [m.groups() for m in map(_GPU_LINE.match, body) if m]
+            out["gpus"] = {"rc": _int(sec.get("rc")), "missing": sec.get("missing") == "yes", "count": len(lines),
+                           "uuids": [uuid for _, _, uuid in lines], "output": "\n".join(body)[-2000:]}
+        elif kind == "gpu_bus":
+            out["gpu_bus"] = {int(m.group(1)): m.group(2) for m in map(_BUS_ROW.match, body) if m}
+        elif kind == "job":
+            out["job"] = {"rc": _int(sec.get("rc")), "output": "\n".join(body)[-2000:],
+                          "gpus": sum(1 for line in body if _GPU_LINE.match(line))}
+        elif kind == "ready":
+            out["ready"] = {k: v for k, v in sec.items() if k not in ("kind", "body")}
+        elif kind == "unavailable":
+            out["unavailable"] = sec.get("why") or "unavailable"
+        elif kind in ("dcgmi", "kmsg", "restored", "end"):
+            if kind == "restored":
+                out["restored_at"] = _float(sec.get("t"))
+            out["rcs"][kind] = _int(sec.get("rc"))
+            if body:
+                out.setdefault("said", {})[kind] = "\n".join(body)[-2000:]
+    return result("probe-drill-step", "sections", complete=True, warnings=warnings, **out)
+
+
+@register("fault-drill-log")
+def parse_log(text: str) -> dict[str, Any]:
+    entries: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    lines = str(text or "").split("\n")
+    torn = bool(lines and lines[-1].strip())  # every line the drill writes ends with a newline
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            if number == len(lines) and torn:
+                warnings.append("the last line is cut short (the drill was stopped while writing it)")
+            else:
+                warnings.append(f"line {number} is not JSON: {line[:120]}")
+            continue
+        if not isinstance(entry, dict) or not entry.get("kind"):
+            warnings.append(f"line {number} is not a drill log entry")
+            continue
+        if isinstance(entry.get("stdout"), str):
+            entry["observed"] = parse_step(entry["stdout"])
+        entries.append(entry)
+    if not entries:
+        raise ParseError("the drill log holds no entry")
+    if entries[0].get("kind") != "start":
+        raise ParseError("the drill log does not begin with its start entry")
+    ended = entries[-1].get("kind") == "end"
+    if not ended:
+        warnings.append("the drill log has no end entry (the drill did not finish)")
+    return result("fault-drill-log", "jsonl", complete=ended and not torn, warnings=warnings,
+                  start=entries[0], end=entries[-1] if ended else None, entries=entries)

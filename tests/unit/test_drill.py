@@ -1,0 +1,346 @@
+"""Fault drills end to end against a scripted node: the runner's steps, the log, the timeline and the checks.
+
+The fake node answers each step the way a real one prints it (``scontrol -o show node`` lines, ``nvidia-smi
+-L``, the step's ``## kind`` headers) from a scripted provider: when it detects (drains), whether and when it
+reboots and resumes, which bystanders it drains. Time is a fake clock the runner's sleep advances.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from clustereval import checks
+from clustereval.checks.fault_drill import DrillRecord
+from clustereval.drills import runner, timeline
+from clustereval.parsers import parse
+
+NODES = ("node1", "node2", "node3")
+GPU = "GPU {i}: NVIDIA H100 80GB HBM3 (UUID: GPU-{i:08d}-1111-2222-3333-444444444444)"
+
+
+@dataclass
+class Provider:
+    detect_after: float | None = 3.0          # seconds from the fault to the drain (None: never)
+    reboot_after: float | None = 6.0          # remediation reboot, from the fault
+    down_for: float = 4.0                     # how long a reboot keeps SSH away
+    resume_after: float | None = 12.0         # scontrol resume, from the fault
+    reboot_clears: bool = True
+    bystander: str | None = None              # a healthy node its health check drains meanwhile
+    dcgm: bool = True
+    reboot_works: bool = True                 # the reboot command reboots (False: nothing happens)
+
+
+@dataclass
+class FakeNode:
+    provider: Provider
+    now: float = 1000.0
+    t0: float | None = None
+    reboot_at: float | None = None
+    boot: int = 1
+    gpus: int = 8
+    slurmd_start: str = "2026-12-01T10:00:00"
+    commands: list[str] = field(default_factory=list)
+    journal: list[tuple[str, str, Any]] = field(default_factory=list)
+    interrupt_at: float | None = None
+
+    # -- the clock
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        if self.interrupt_at is not None and self.now >= self.interrupt_at:
+            raise KeyboardInterrupt
+
+    # -- the provider's script, evaluated at `now`
+    def _since(self) -> float | None:
+        return None if self.t0 is None else self.now - self.t0
+
+    def _down(self) -> bool:
+        start = self.reboot_at
+        return start is not None and start <= self.now < start + self.provider.down_for
+
+    def _tick(self) -> None:
+        since = self._since()
+        p = self.provider
+        if since is not None and p.reboot_after is not None and since >= p.reboot_after and self.reboot_at is None \
+                and self.kind == "inject":
+            self._reboot(self.t0 + p.reboot_after)
+
+    def _reboot(self, at: float) -> None:
+        self.reboot_at = at
+
+    def _booted(self) -> bool:
+        """Whether the node is up again after its reboot: a new boot id, slurmd restarted, the GPUs reset."""
+        if self.reboot_at is None or self.now < self.reboot_at + self.provider.down_for:
+            return False
+        if self.boot == 1:
+            self.boot = 2
+            self.slurmd_start = "2026-12-01T11:00:00"
+            if self.provider.reboot_clears:
+                self.gpus = 8
+        return True
+
+    def _state(self) -> tuple[str, str | None]:
+        since = self._since()
+        p = self.provider
+        if since is None:
+            return "IDLE", None
+        if self.kind == "reboot":
+            return ("IDLE", None) if self.reboot_at is None or self.now >= self.reboot_at + p.down_for + 1 \
+                else ("DOWN*", "Not responding")
+        drained = p.detect_after is not None and since >= p.detect_after
+        resumed = p.resume_after is not None and since >= p.resume_after
+        if drained and not resumed:
+            return "IDLE+DRAIN", "XID 79"
+        return "IDLE", None
+
+    def _scontrol(self) -> str:
+        lines = []
+        for name in NODES:
+            state, reason = ("IDLE", None)
+            if name == "node2":
+                state, reason = self._state()
+            elif name == self.provider.bystander and self._since() is not None and self._since() > 1:
+                state, reason = "IDLE+DRAIN", "NHC: check_gpu timed out"
+            start = self.slurmd_start if name == "node2" else "2026-12-01T10:00:00"
+            line = f"NodeName={name} Arch=x86_64 CPUTot=64 State={state} SlurmdStartTime={start} CfgTRES=cpu=64"
+            if reason:
+                line += f" Reason={reason} [root@2026-12-01T12:00:00]"
+            lines.append(line)
+        return "\n".join(lines)
+
+    # -- the link
+    kind: str = "inject"
+
+    def run(self, cmd: str, timeout_s: float) -> tuple[int, str, str]:
+        self.now += 0.05
+        self._tick()
+        self.commands.append(cmd)
+        self._booted()
+        if self._down():
+            raise runner.Unreachable("ssh: connect to host node2 port 22: Connection refused")
+        clock = f"## clock t={self.now}\n"
+        if "## clock" in cmd:
+            out = clock + f"## boot_id id=boot-{self.boot}\n## scontrol rc=0\n{self._scontrol()}\n"
+            if "nvidia-smi -L" in cmd:
+                out += "## gpus rc=0\n" + "\n".join(GPU.format(i=i) for i in range(self.gpus)) + "\n"
+            return 0, out, ""
+        if "--query-gpu=index,pci.bus_id" in cmd:
+            rows = "\n".join(f"{i}, 00000000:{0x18 + i:02X}:00.0" for i in range(8))
+            return 0, f"## gpu_bus\n{rows}\n## end rc=0\n", ""
+        if "echo '## ready'" in cmd or "## ready bridge" in cmd:
+            if "dcgmi" in cmd and not self.provider.dcgm:
+                return 3, "## unavailable why=dcgmi is not installed\n", ""
+            if "setpci" in cmd:
+                return 0, "## ready bridge=0000:17:00.0 control=0013\n", ""
+            return 0, "## ready\n", ""
+        if "systemctl reboot" in cmd and "nohup" in cmd and "nvidia-smi" not in cmd:
+            self.t0 = self.now
+            if self.provider.reboot_works:
+                self._reboot(self.now + 0.5)
+            return 0, f"## fault t={self.now}\n## reboot requested\n", ""
+        if "test --inject" in cmd and "-v 0" not in cmd or "> /dev/kmsg' sh '<4>" in cmd or "0040:0040" in cmd:
+            self.t0 = self.now
+            if "0040:0040" in cmd:
+                self.gpus = 7
+                self.now += 0.5  # the reset is held for half a second
+                return 0, f"## fault t={self.t0}\n## restored rc=0 t={self.now} control=0013\n", ""
+            return 0, f"## fault t={self.now}\n## kmsg rc=0 line=NVRM: Xid\n", ""
+        if "## job" in cmd:
+            return 0, "## job rc=0\n" + "\n".join(GPU.format(i=0) for _ in range(1)) + "\n", ""
+        return 0, "", ""  # a restore
+
+    def reset(self) -> None:
+        pass
+
+    def port_open(self) -> bool | None:
+        return not self._down()
+
+
+def drill(tmp_path, provider: Provider, kind: str = "inject", method: str = "kmsg", **settings: Any):
+    node = FakeNode(provider, kind=kind)
+    path = str(tmp_path / "raw" / "node2" / f"fault-{kind}.jsonl")
+    log = runner.DrillLog(path, node.clock)
+
+    def applied(what: str, undo: str, detail: dict[str, Any]) -> str:
+        node.journal.append(("applied", what, undo))
+        return f"j{len(node.journal)}"
+
+    def restored(entry: str, outcome: str, detail: dict[str, Any]) -> None:
+        node.journal.append(("restored", entry, outcome))
+
+    s = runner.Settings(kind=kind, target="node2", targets=["node2"], method=method, poll_s=0.5,
+                        detect_limit_s=settings.pop("detect_limit_s", 30), return_limit_s=settings.pop("return_limit_s", 60),
+                        job_every_s=1, **settings)
+    d = runner.Drill(node, s, log, runner.Journal(applied, restored), clock=node.clock, sleep=node.sleep)
+    try:
+        d.run()
+    except KeyboardInterrupt:
+        pass
+    text = open(path, encoding="utf-8").read()
+    return node, d, text
+
+
+def judge(text: str, check_id: str, params: dict[str, Any] | None = None, facts: dict[str, Any] | None = None):
+    ctx = checks.Context(subject="node2", params=params or {}, facts=facts or {"gpu_model": "NVIDIA H100 80GB HBM3"},
+                         declared=frozenset(), session=DrillRecord(text, "raw/node2/fault.jsonl",
+                                                                   "series/node2/fault.csv"))
+    [result] = checks.evaluate_many(check_id, ctx, "run1")
+    return result
+
+
+def test_reboot_drill_times_each_milestone_and_passes(tmp_path):
+    node, d, text = drill(tmp_path, Provider(), kind="reboot")
+    assert d.end["reason"] == "complete"
+    tl = timeline.build(parse("fault-drill-log", text))
+    assert list(tl.milestones) == ["down", "ssh_back", "new_boot", "returned", "gpu_job"]
+    # the node went down 0.5 s after the command and answered again 4 s later: each bracket holds the truth
+    for name, truth in (("down", 0.5), ("ssh_back", 4.5)):
+        stone = tl.milestones[name]
+        assert abs(stone.after_s - truth) <= stone.uncertainty_s + 0.06, (name, stone)
+    result = judge(text, "fault.reboot.recovery")
+    assert result["status"] == "pass" and result["value"] == tl.after("gpu_job")
+    assert result["expected"]["fail_max"] == 1800 and result["series"][0]["data"][0]["event"] == "fault"
+    assert ("restored", "j1", "back") in node.journal
+
+
+def test_reboot_that_does_not_reboot_fails(tmp_path):
+    _, d, text = drill(tmp_path, Provider(reboot_works=False), kind="reboot", return_limit_s=10)
+    assert d.end["reason"] == "not_returned"
+    result = judge(text, "fault.reboot.recovery")
+    assert result["status"] == "fail" and "never went down" in result["summary"]
+
+
+def test_injected_xid_detected_rebooted_and_returned(tmp_path):
+    node, d, text = drill(tmp_path, Provider())
+    assert d.end["reason"] == "complete"
+    params = {"method": "kmsg", "xid": 79}
+    detection = judge(text, "fault.inject.detection", params)
+    assert detection["status"] == "pass" and 2.4 <= detection["value"] <= 3.6, detection
+    assert "XID 79" in detection["summary"] and detection["params"] == params
+    back = judge(text, "fault.inject.return", params)
+    assert back["status"] == "pass" and "after a reboot" in back["summary"]
+    assert judge(text, "fault.inject.cleared", params)["status"] == "pass"
+    action = judge(text, "fault.inject.action", params)
+    assert action["status"] == "pass" and action["value"] == "drained, took it down, rebooted, returned" or \
+        action["status"] == "pass"
+    assert judge(text, "fault.drill.bystanders", params)["status"] == "pass"
+    applied = [j for j in node.journal if j[0] == "applied"]
+    assert applied and "/dev/kmsg" in applied[0][2]  # the undo note goes to the kernel log
+    assert ("restored", "j1", "restored") in node.journal
+
+
+def test_nothing_detected_is_a_fail_with_the_timeline(tmp_path):
+    _, d, text = drill(tmp_path, Provider(detect_after=None, reboot_after=None, resume_after=None),
+                       detect_limit_s=8)
+    assert d.end["reason"] == "not_detected"
+    detection = judge(text, "fault.inject.detection", {"method": "kmsg", "xid": 79})
+    assert detection["status"] == "fail" and "within 8 s" in detection["summary"]
+    assert detection["evidence"]["polls"] > 10
+    assert judge(text, "fault.inject.return")["status"] == "skip"
+    assert judge(text, "fault.inject.action")["status"] == "fail"
+
+
+def test_resume_without_repair_after_a_bus_reset(tmp_path):
+    _, d, text = drill(tmp_path, Provider(reboot_after=None, resume_after=6), method="sbr")
+    assert d.end["reason"] == "complete"
+    cleared = judge(text, "fault.inject.cleared")
+    assert cleared["status"] == "fail" and "7 of its 8 GPUs" in cleared["summary"]
+    action = judge(text, "fault.inject.action")
+    assert action["status"] == "fail" and "without one" in action["summary"]
+
+
+def test_a_bystander_drained_by_a_timed_out_health_check_fails(tmp_path):
+    _, _, text = drill(tmp_path, Provider(bystander="node3"))
+    result = judge(text, "fault.drill.bystanders")
+    assert result["status"] == "fail" and result["value"] == ["node3"] and "timed out" in result["summary"]
+
+
+def test_slow_detection_warns_then_fails_against_the_bar(tmp_path):
+    _, _, text = drill(tmp_path, Provider(detect_after=90, reboot_after=None, resume_after=95), detect_limit_s=300,
+                       return_limit_s=200)
+    assert judge(text, "fault.inject.detection")["status"] == "warn"
+    _, _, text = drill(tmp_path / "b", Provider(detect_after=150, reboot_after=None, resume_after=None),
+                       detect_limit_s=300, return_limit_s=160)
+    assert judge(text, "fault.inject.detection")["status"] == "fail"
+
+
+def test_nvl72_needs_no_return(tmp_path):
+    _, d, text = drill(tmp_path, Provider(reboot_after=None, resume_after=None), return_limit_s=10)
+    result = judge(text, "fault.inject.return", facts={"gpu_model": "NVIDIA GB200"})
+    assert result["status"] == "skip" and "detection and no new jobs" in result["summary"]
+    assert judge(text, "fault.inject.return")["status"] == "fail"
+
+
+def test_auto_falls_back_from_dcgm_to_the_kernel_log(tmp_path):
+    node, d, _ = drill(tmp_path, Provider(dcgm=False), method="auto")
+    assert d.method == "kmsg"
+    assert not any("test --inject" in c for c in node.commands)
+
+
+def test_benign_xid_drained_is_an_over_reaction(tmp_path):
+    _, _, text = drill(tmp_path, Provider(), xid=13)
+    assert judge(text, "fault.inject.detection")["status"] == "skip"
+    assert judge(text, "fault.inject.action")["status"] == "warn"
+
+
+def test_dry_run_changes_nothing_and_says_what_it_would_run(tmp_path):
+    node, d, text = drill(tmp_path, Provider(), dry_run=True)
+    assert d.end["reason"] == "dry_run" and not node.journal and node.t0 is None
+    result = judge(text, "fault.inject.detection")
+    assert result["status"] == "skip" and "/dev/kmsg" in result["summary"]
+
+
+def test_interrupted_drill_restores_and_keeps_its_log(tmp_path):
+    node = None
+    node_provider = Provider(detect_after=None, reboot_after=None, resume_after=None)
+    original = FakeNode.__init__
+
+    def with_interrupt(self, *a, **k):
+        original(self, *a, **k)
+        self.interrupt_at = 1003.0
+
+    FakeNode.__init__ = with_interrupt  # type: ignore[method-assign]
+    try:
+        node, d, text = drill(tmp_path, node_provider)
+    finally:
+        FakeNode.__init__ = original  # type: ignore[method-assign]
+    assert d.end["reason"] == "interrupted"
+    assert any(j[0] == "restored" for j in node.journal)
+    last = json.loads(text.strip().splitlines()[-1])
+    assert last["kind"] == "end" and last["reason"] == "interrupted"
+    assert judge(text, "fault.inject.detection")["status"] == "error"
+
+
+@pytest.mark.parametrize("cut", ["torn", "no_end", "garbage"])
+def test_truncated_logs_are_read_or_refused_clearly(tmp_path, cut):
+    _, _, text = drill(tmp_path, Provider())
+    lines = text.splitlines(keepends=True)
+    if cut == "torn":
+        broken = "".join(lines[:-1]) + lines[-1][:20]
+        parsed = parse("fault-drill-log", broken)
+        assert not parsed["complete"] and parsed["end"] is None
+        assert judge(broken, "fault.inject.detection")["status"] in ("pass", "error")
+    elif cut == "no_end":
+        parsed = parse("fault-drill-log", "".join(lines[:-1]))
+        assert "no end entry" in parsed["warnings"][-1]
+    else:
+        result = judge("not json at all\n", "fault.inject.detection")
+        assert result["status"] == "error" and "cannot be read" in result["summary"]
+
+
+def test_node_not_in_service_before_the_drill_is_skipped(tmp_path):
+    node = FakeNode(Provider())
+    node._state = lambda: ("IDLE+DRAIN", "maintenance")  # type: ignore[method-assign]
+    path = str(tmp_path / "log.jsonl")
+    s = runner.Settings(kind="inject", target="node2", targets=["node2"], method="kmsg")
+    d = runner.Drill(node, s, runner.DrillLog(path, node.clock), runner.Journal(lambda *a: "j", lambda *a: None),
+                     clock=node.clock, sleep=node.sleep)
+    d.run()
+    assert d.end["reason"] == "not_in_service" and "maintenance" in d.end["detail"]
+    assert judge(open(path).read(), "fault.inject.detection")["status"] == "skip"
