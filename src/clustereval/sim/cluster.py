@@ -19,20 +19,28 @@ import contextlib
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
 import stat
 import subprocess
+import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
-from clustereval.sim import netfaults, overlays, sharedfs
-from clustereval.sim.profile import load_profile, node_names, node_settings, render_node
+from clustereval.sim import netfaults, overlays, pcisysfs, sharedfs
+from clustereval.sim.profile import load_profile, node_names, node_settings, provider_settings, render_node
 
 SHIM_SOURCES = Path(__file__).resolve().parent / "shims"
-SHIMS = {"nvidia-smi": "nvidia_smi.py", "dcgmi": "dcgmi.py", "dcgm-exporter": "dcgm_exporter.py"}
+SHIMS = {"nvidia-smi": "nvidia_smi.py", "dcgmi": "dcgmi.py", "dcgm-exporter": "dcgm_exporter.py",
+         "systemctl": "systemctl.py", "reboot": "reboot.py", "shutdown": "shutdown.py", "poweroff": "poweroff.py"}
+# Capabilities no process of a simulated node keeps (dropped from the bounding set of its sshd and slurmd):
+# a real `reboot -f` (CAP_SYS_BOOT) or raw PCI config/port access (CAP_SYS_RAWIO) must never reach the host.
+NODE_DROPPED_CAPS = "-sys_boot,-sys_rawio"
+GROUND_TRUTH = "ground-truth.jsonl"
 # Metrics exporters every healthy GPU node runs: (program, arguments); {address} is the node's.
 NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
 NODE_PATH = "/sim/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -329,10 +337,13 @@ def _slurm_conf(directory: Path, state: dict[str, Any], nodes: list[dict[str, An
         "Waittime=0",
         f"Prolog={slurm / 'prolog.sh'}",
         f"Epilog={slurm / 'epilog.sh'}",
-        f"HealthCheckProgram={slurm / 'healthcheck.sh'}",
-        f"HealthCheckInterval={HEALTHCHECK_INTERVAL_S}",
-        "HealthCheckNodeState=ANY",
     ]
+    provider = nodes[0]["provider"]["health_check"] if nodes else {"cluster_mode": "drain",
+                                                                   "interval_s": HEALTHCHECK_INTERVAL_S}
+    if provider["cluster_mode"] != "none":
+        lines += [f"HealthCheckProgram={slurm / 'healthcheck.sh'}",
+                  f"HealthCheckInterval={provider['interval_s']}",
+                  "HealthCheckNodeState=ANY"]
     for node in nodes:
         s = node["state"]["slurm"]
         cores = max(1, s["cpus"] // 2)
@@ -359,21 +370,11 @@ def _gres_conf(nodes: list[dict[str, Any]], dev_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Slurm HealthCheckProgram: the simulated provider's node health check (shims/healthcheck.py, run by slurmd
+# inside the node's namespaces, reading /sim/kmsg, dcgmi and the node's /sim/provider.json).
 HEALTHCHECK = """#!/bin/sh
-# Slurm HealthCheckProgram of the simulated cluster: drain this node when its kernel log (the node's own
-# /sim/kmsg, since slurmd runs in the node's mount namespace) has an NVRM Xid line, as NHC would.
-NODE="${{SLURMD_NODENAME:-$1}}"
-KMSG=/sim/kmsg
-[ -n "$NODE" ] && [ -r "$KMSG" ] || exit 0
-XID=$(grep -o 'NVRM: Xid ([^)]*): [0-9]*' "$KMSG" | tail -1 | sed 's/.*: //')
-if [ -n "$XID" ] && ! SLURM_CONF={conf} /usr/bin/scontrol show node "$NODE" | grep -q "Reason=XID $XID"; then
-  SLURM_CONF={conf} /usr/bin/scontrol update nodename="$NODE" state=drain reason="XID $XID"
-fi
-# DCGM's background watches: anything but "Healthy" takes the node out of service too.
-if [ -x /sim/bin/dcgmi ] && ! /sim/bin/dcgmi health -g 0 -c 2>/dev/null | grep -q "Overall Health *| Healthy"; then
-  SLURM_CONF={conf} /usr/bin/scontrol update nodename="$NODE" state=drain reason="DCGM health"
-fi
-exit 0
+# Slurm HealthCheckProgram of the simulated cluster (see {shim})
+exec /usr/bin/python3 -IS {shim} "$@"
 """
 
 
@@ -477,6 +478,19 @@ def _prepare_node_root(directory: Path, node: dict[str, Any]) -> None:
     (root / "node.json").write_text(json.dumps(node["state"], indent=1))
     (root / "kmsg").write_text("".join(line + "\n" for line in node["state"]["xid"]))
     node["mounts"] = overlays.build(node["settings"], node["state"], root.parent)
+    nd = root.parent
+    (nd / "empty").mkdir(exist_ok=True)
+    if not (nd / "kmsg.fifo").exists():
+        os.mkfifo(nd / "kmsg.fifo", 0o622)
+    (root / "power").mkdir(exist_ok=True)
+    (root / "provider.json").write_text(json.dumps(
+        {**node["provider"], "node": node["name"], "slurm_conf": str(_paths(directory)["slurm"] / "slurm.conf"),
+         "ground_truth": str(nd / GROUND_TRUTH)}, indent=1))
+    with contextlib.suppress(FileNotFoundError):
+        (nd / GROUND_TRUTH).unlink()
+    fresh_boot(directory, node["name"], node["state"], booted_at=time.time() - 3600, clear_kmsg=False)
+    (nd / "boot.json").write_text(json.dumps(
+        {k: node[k] for k in ("name", "address", "slurmd_port", "state", "settings", "provider", "mounts")}))
     for tool in {**SHIMS, **overlays.shims()}:
         link = root / "bin" / tool
         with contextlib.suppress(FileNotFoundError):
@@ -484,6 +498,51 @@ def _prepare_node_root(directory: Path, node: dict[str, Any]) -> None:
         if tool == "nvidia-smi" and node["state"]["nvidia_smi"] == "missing":
             continue
         link.symlink_to(_paths(directory)["shims"] / tool)
+
+
+def fresh_boot(directory: Path, name: str, node_state: dict[str, Any], booted_at: float | None = None,
+               clear_kmsg: bool = True) -> dict[str, Any]:
+    """What a (re)boot gives a node before its first process starts: a new boot id, an empty kernel ring
+    buffer (``/sim/kmsg``), an empty ``/sim/run`` (tmpfs on a real node: lost GPUs and DCGM injections are
+    gone) and every PCI config space at its reset value. Returns the boot record (``D/nodes/N/boot-state.json``)."""
+    nd = _paths(directory)["nodes"] / name
+    root = nd / "root"
+    boot = {"boot_id": str(uuid.uuid4()), "booted_at": time.time() if booted_at is None else booted_at}
+    (nd / "boot_id").write_text(boot["boot_id"] + "\n")
+    if clear_kmsg:
+        (root / "kmsg").write_text("")
+    shutil.rmtree(root / "run", ignore_errors=True)
+    (root / "run").mkdir()
+    with contextlib.suppress(FileNotFoundError):
+        (root / "power" / "request").unlink()
+    pcisysfs.build(node_state, nd / "pci")
+    (nd / "boot-state.json").write_text(json.dumps(boot))
+    return boot
+
+
+def record_event(directory: str | Path, node: str, event: str, **fields: Any) -> None:
+    """Append one ground-truth event (``{"t": time.time(), "event": …, …}``) to the node's log."""
+    path = Path(directory) / "nodes" / node / GROUND_TRUTH
+    line = json.dumps({"t": time.time(), "node": node, "event": event, **fields}) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def ground_truth(directory: str | Path, node: str) -> list[dict[str, Any]]:
+    """Every event the simulation caused or observed on ``node``, oldest first (see docs/sim.md)."""
+    path = Path(directory).resolve() / "nodes" / node / GROUND_TRUTH
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    events = []
+    for line in lines:
+        with contextlib.suppress(ValueError):
+            events.append(json.loads(line))
+    return sorted(events, key=lambda e: e.get("t", 0))
 
 
 # ----------------------------------------------------------------------------------------- public API
@@ -561,8 +620,13 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
                 "slurmd_port": _free_port(),
                 "state": render_node(prof, name),
                 "settings": node_settings(prof, name),
+                "provider": provider_settings(prof, name),
             }
         )
+    spares = {n["provider"]["remediation"]["spare"] for n in node_list} - {None}
+    for node in node_list:
+        if node["name"] in spares:  # the provider's spare waits drained until its automation resumes it
+            node["state"]["slurm"].update(state="drain", reason="spare")
     state: dict[str, Any] = {
         "directory": str(directory),
         "profile": prof["name"],
@@ -612,7 +676,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     conf = p["slurm"] / "slurm.conf"
     conf.write_text(_slurm_conf(directory, state, node_list, dev_dir))
     (p["slurm"] / "gres.conf").write_text(_gres_conf(node_list, dev_dir))
-    (p["slurm"] / "healthcheck.sh").write_text(HEALTHCHECK.format(conf=conf))
+    (p["slurm"] / "healthcheck.sh").write_text(HEALTHCHECK.format(shim=p["shims"] / "healthcheck.py"))
     (p["slurm"] / "healthcheck.sh").chmod(0o755)
     for name, text in (("prolog.sh", PROLOG), ("epilog.sh", EPILOG)):
         (p["slurm"] / name).write_text(text.format(job_map=JOB_MAP_DIR))
@@ -657,20 +721,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
             continue
         nd = p["nodes"] / node["name"]
         (nd / "sshd_config").write_text(_sshd_config(directory, node, conf))
-        root = nd / "root"
-        script = (
-            f"hostname {node['name']} && mkdir -p /sim && mount --bind {root} /sim && "
-            + "".join(f"{line} && " for line in node.get("mounts", []))
-            + f"exec /usr/sbin/sshd -D -f {nd / 'sshd_config'} -E {nd / 'sshd.log'}"
-        )
-        sshd_procs[node["name"]] = subprocess.Popen(
-            ["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c", script],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=open(nd / "sshd.log", "ab"),  # noqa: SIM115
-            start_new_session=True,
-        )
-        _record(directory, state, f"sshd:{node['name']}", sshd_procs[node["name"]].pid)
+        sshd_procs[node["name"]] = start_sshd(directory, state, node)
 
     # slurmctld (clean state: a re-up must not inherit drains from the last run)
     ctl_log = p["slurm"] / "log" / "slurmctld.log"
@@ -687,15 +738,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     _register_block(directory, state)
 
     for name, proc in sshd_procs.items():
-        node = next(n for n in node_list if n["name"] == name)
-        log = p["nodes"] / name / "sshd.log"
-        if not _wait(
-            lambda proc=proc, node=node: proc.poll() is not None or not _address_free(node["address"]), 10
-        ):
-            raise SimError(f"sshd of {name} did not listen on {node['address']}:22; log {log}:\n{_tail(log)}")
-        if proc.poll() is not None:
-            raise SimError(f"sshd of {name} exited ({proc.returncode}); log {log}:\n{_tail(log)}")
-        state["namespaces"][name] = [_namespace(proc.pid, "mnt"), _namespace(proc.pid, "uts")]
+        await_sshd(directory, state, next(n for n in node_list if n["name"] == name), proc)
     _write_state(directory, state)
 
     if not _wait(
@@ -714,16 +757,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
         raise SimError(f"slurmctld exited ({ctl.returncode}); log {ctl_log}:\n{_tail(ctl_log)}")
 
     for name, proc in sshd_procs.items():
-        log = p["slurm"] / "log" / f"slurmd-{name}.log"
-        slurmd = subprocess.Popen(
-            ["nsenter", "-t", str(proc.pid), "--uts", "--mount", "slurmd", "-D", "-N", name, "-f", str(conf)],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=open(log, "ab"),  # noqa: SIM115
-            start_new_session=True,
-        )
-        _record(directory, state, f"slurmd:{name}", slurmd.pid)
+        start_slurmd(directory, state, name, proc.pid)
 
     for node in node_list:
         if node["name"] in sshd_procs:
@@ -751,8 +785,89 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
                 env=env,
                 capture_output=True,
             )
+    start_power_daemon(directory, state)
     _wait_ready(directory, state, node_list)
+    for name in sshd_procs:
+        record_event(directory, name, "sshd_up", boot="initial")
+        record_event(directory, name, "slurmd_up", boot="initial")
     return status(directory)
+
+
+def boot_script(directory: Path, node: dict[str, Any]) -> str:
+    """The shell line that makes a node's namespace and execs its sshd (run by ``unshare``): hostname, the
+    node's /sim, its overlays, its boot id, its /dev/kmsg (a FIFO the power daemon reads), its PCI sysfs."""
+    nd = _paths(directory)["nodes"] / node["name"]
+    q = shlex.quote
+    steps = [f"hostname {node['name']}", "mkdir -p /sim", f"mount --bind {q(str(nd / 'root'))} /sim",
+             *node.get("mounts", []),
+             f"mount --bind {q(str(nd / 'boot_id'))} /proc/sys/kernel/random/boot_id",
+             f"{{ [ ! -e /dev/kmsg ] || mount --bind {q(str(nd / 'kmsg.fifo'))} /dev/kmsg; }}",
+             f"mount --bind {q(str(nd / 'pci'))} /sys/bus/pci",
+             f"{{ [ ! -d /proc/bus/pci ] || mount --bind {q(str(nd / 'empty'))} /proc/bus/pci; }}"]
+    return (" && ".join(steps) + f" && exec setpriv --bounding-set {NODE_DROPPED_CAPS} /usr/sbin/sshd -D "
+            f"-f {q(str(nd / 'sshd_config'))} -E {q(str(nd / 'sshd.log'))}")
+
+
+def start_sshd(directory: Path, state: dict[str, Any], node: dict[str, Any]) -> subprocess.Popen:
+    """A fresh UTS + mount namespace for the node with its sshd (recorded as ``sshd:NODE``)."""
+    nd = _paths(directory)["nodes"] / node["name"]
+    proc = subprocess.Popen(
+        ["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c", boot_script(directory, node)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(nd / "sshd.log", "ab"),  # noqa: SIM115
+        start_new_session=True,
+    )
+    _record(directory, state, f"sshd:{node['name']}", proc.pid)
+    return proc
+
+
+def await_sshd(directory: Path, state: dict[str, Any], node: dict[str, Any], proc: subprocess.Popen) -> None:
+    """Wait until the node's sshd listens, then record its namespaces (raises SimError naming the log)."""
+    name = node["name"]
+    log = _paths(directory)["nodes"] / name / "sshd.log"
+    if not _wait(lambda: proc.poll() is not None or not _address_free(node["address"]), 10):
+        raise SimError(f"sshd of {name} did not listen on {node['address']}:22; log {log}:\n{_tail(log)}")
+    if proc.poll() is not None:
+        raise SimError(f"sshd of {name} exited ({proc.returncode}); log {log}:\n{_tail(log)}")
+    state["namespaces"][name] = [_namespace(proc.pid, "mnt"), _namespace(proc.pid, "uts")]
+    _write_state(directory, state)
+
+
+def start_slurmd(directory: Path, state: dict[str, Any], name: str, ns_pid: int) -> subprocess.Popen:
+    """The node's slurmd, entered into its namespaces (recorded as ``slurmd:NODE``)."""
+    p = _paths(directory)
+    log = p["slurm"] / "log" / f"slurmd-{name}.log"
+    proc = subprocess.Popen(
+        ["nsenter", "-t", str(ns_pid), "--uts", "--mount", "setpriv", "--bounding-set", NODE_DROPPED_CAPS,
+         "slurmd", "-D", "-N", name, "-f", str(p["slurm"] / "slurm.conf")],
+        env=_slurm_env(directory),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(log, "ab"),  # noqa: SIM115
+        start_new_session=True,
+    )
+    _record(directory, state, f"slurmd:{name}", proc.pid)
+    return proc
+
+
+def start_power_daemon(directory: Path, state: dict[str, Any]) -> None:
+    """The cluster's BMC and kernel-message reader (sim/power.py), recorded as ``power``."""
+    log = directory / "power.log"
+    ready = directory / "power.ready"
+    with contextlib.suppress(FileNotFoundError):
+        ready.unlink()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clustereval.sim.power", str(directory)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(log, "ab"),  # noqa: SIM115
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    _record(directory, state, "power", proc.pid)
+    if not _wait(lambda: ready.exists() or proc.poll() is not None, 10) or proc.poll() is not None:
+        raise SimError(f"the power daemon did not start; log {log}:\n{_tail(log)}")
 
 
 def _start_exporters(directory: Path, state: dict[str, Any], node: dict[str, Any], ns_pid: int) -> None:
@@ -806,24 +921,33 @@ def _mount_shared_fs(directory: Path, state: dict[str, Any], node_list: list[dic
     _record(directory, state, "sshd:storage", server.pid)
     if not _wait(lambda: server.poll() is not None or not _address_free(address), 10) or server.poll() is not None:
         raise SimError(f"the storage host's sshd did not listen on {address}:22; log {log}:\n{_tail(log)}")
-    mounts = {}
-    for name, point in wanted.items():
-        node_log = p["nodes"] / name / "sshfs.log"
-        mounts[name] = subprocess.Popen(
-            ["nsenter", "-t", str(ns_pids[name]), "--mount",
-             *sharedfs.mount_command(address, p["shared"], point, p["ssh"] / "id_ed25519")],
-            env={"PATH": NODE_PATH}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=open(node_log, "ab"), start_new_session=True)  # noqa: SIM115
-        _record(directory, state, f"sshfs:{name}", mounts[name].pid, mount=point)
+    mounts = {name: start_sshfs(directory, state, name, address, point, ns_pids[name])
+              for name, point in wanted.items()}
     for name, proc in mounts.items():
-        point = wanted[name]
-        if not _wait(lambda proc=proc, point=point: proc.poll() is not None or sharedfs.mounted(proc.pid, point),
-                     10) or proc.poll() is not None:
-            node_log = p["nodes"] / name / "sshfs.log"
-            raise SimError(f"sshfs did not mount {address}:{p['shared']} at {point} on {name}; log {node_log}:\n"
-                           f"{_tail(node_log)}")
+        await_sshfs(directory, name, address, wanted[name], proc)
     state["shared_fs"] = {"server": address, "export": str(p["shared"]), "mounts": wanted}
     _write_state(directory, state)
+
+
+def start_sshfs(directory: Path, state: dict[str, Any], name: str, address: str, point: str,
+                ns_pid: int) -> subprocess.Popen:
+    """Mount the storage host's export at ``point`` inside the node's mount namespace (``sshfs:NODE``)."""
+    p = _paths(directory)
+    node_log = p["nodes"] / name / "sshfs.log"
+    proc = subprocess.Popen(
+        ["nsenter", "-t", str(ns_pid), "--mount",
+         *sharedfs.mount_command(address, p["shared"], point, p["ssh"] / "id_ed25519")],
+        env={"PATH": NODE_PATH}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=open(node_log, "ab"), start_new_session=True)  # noqa: SIM115
+    _record(directory, state, f"sshfs:{name}", proc.pid, mount=point)
+    return proc
+
+
+def await_sshfs(directory: Path, name: str, address: str, point: str, proc: subprocess.Popen) -> None:
+    if not _wait(lambda: proc.poll() is not None or sharedfs.mounted(proc.pid, point), 10) or proc.poll() is not None:
+        node_log = _paths(directory)["nodes"] / name / "sshfs.log"
+        raise SimError(f"sshfs did not mount {address}:{_paths(directory)['shared']} at {point} on {name}; "
+                       f"log {node_log}:\n{_tail(node_log)}")
 
 
 def _wait_ready(directory: Path, state: dict[str, Any], node_list: list[dict[str, Any]]) -> None:
@@ -871,6 +995,12 @@ def down(directory: str | Path) -> dict[str, Any]:
     state = _read_state(directory)
     if not state:
         return {"directory": str(directory), "stopped": [], "note": "no simulated cluster recorded here"}
+    # the BMC first, so that no reboot starts a node again while the rest stops; then what it recorded
+    power = state.get("processes", {}).get("power")
+    stopped_power: set[int] = set()
+    if power and pid_alive(power["pid"], power.get("started")):
+        stopped_power = _terminate({power["pid"]}, grace_s=10.0)
+        state = _read_state(directory) or state
     targets: dict[int, str] = {}
     listeners = set()
     for key, proc in state.get("processes", {}).items():
@@ -884,7 +1014,8 @@ def down(directory: str | Path) -> dict[str, Any]:
     for pid in _in_namespaces(namespaces):  # type: ignore[arg-type]
         targets.setdefault(pid, "node process")
     signalled = _terminate(set(targets))
-    stopped = [{"pid": pid, "what": targets[pid]} for pid in sorted(signalled)]
+    targets.update({pid: "power" for pid in stopped_power})
+    stopped = [{"pid": pid, "what": targets[pid]} for pid in sorted(signalled | stopped_power)]
     if state.get("network_faults") and state.get("slurm_name"):
         netfaults.remove(state["slurm_name"])
         state["network_faults"] = []

@@ -166,8 +166,10 @@ def load_profile(name_or_path: str | Path) -> dict[str, Any]:
             raise ProfileError(
                 f"profile {path}: nodes.{key}.faults.nvidia_smi must be one of {NVIDIA_SMI_MODES}"
             )
+        check_provider(f"profile {path}: nodes.{key}.provider", override.get("provider"), node_level=True)
         normalised[name] = override
     cluster = data["cluster"]
+    check_provider(f"profile {path}: cluster.provider", cluster.get("provider"), node_level=False)
     return {
         "name": str(cluster.get("name") or path.stem),
         "path": str(path),
@@ -378,7 +380,8 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
         "gpus": gpus,
         "nics": settings.get("nics") or [],
         "xid": [_xid_line(entry, gpus, k) for k, entry in enumerate(xid)],
-        "telemetry": _telemetry(node, faults, gpus, bool(xid)),
+        # a node under provider automation keeps a kern.log the power daemon appends kernel messages to
+        "telemetry": _telemetry(node, faults, gpus, bool(xid), "provider" in settings),
         "slurm": {
             "cpus": _host_cpus() if str(slurm.get("cpus", "host")) == "host" else int(slurm["cpus"]),
             "real_memory_mb": (_host_memory_mb() if str(slurm.get("real_memory_mb", "host")) == "host"
@@ -396,7 +399,8 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
 KERN_LOG = "/var/log/kern.log"
 
 
-def _telemetry(node: str, faults: dict[str, Any], gpus: list[dict[str, Any]], past_xid: bool) -> dict[str, Any]:
+def _telemetry(node: str, faults: dict[str, Any], gpus: list[dict[str, Any]], past_xid: bool,
+               provider: bool = False) -> dict[str, Any]:
     """What an ``nvidia-smi`` loop process on this node plays out (``gpu_hot``, ``gpu_throttle``,
     ``xid_during_run``), resolved for the shim: GPUs by nvidia-smi index, reason bits, the driver's lines.
 
@@ -433,7 +437,7 @@ def _telemetry(node: str, faults: dict[str, Any], gpus: list[dict[str, Any]], pa
             lines.append(f"NVRM: GPU {gpus[index]['pci_bus_id'][4:].lower()}: GPU has fallen off the bus.")
         out.append({"kind": "xid", "gpu": index, "after_s": float(entry.get("after_s", 0)), "code": code,
                     "lines": lines})
-    return {"kern_log": KERN_LOG if (past_xid or xids) else None, "faults": out}
+    return {"kern_log": KERN_LOG if (past_xid or xids or provider) else None, "faults": out}
 
 
 def _xid_line(entry: Any, gpus: list[dict[str, Any]], position: int) -> str:
@@ -465,3 +469,110 @@ def _xid_message(entry: Any, gpus: list[dict[str, Any]], lower: bool = False) ->
 def node_names(count: int) -> list[str]:
     """The simulated nodes' names: ``node1`` … ``nodeN``."""
     return [f"node{i}" for i in range(1, count + 1)]
+
+
+# ----------------------------------------------------------------------------------------- provider automation
+# What the (simulated) provider runs around the nodes: Slurm's HealthCheckProgram, its own remediation
+# (in the power daemon, sim/power.py), the BMC's reboot timings and DCGM's injection support. Set under
+# ``cluster: {provider: …}`` and overridable per node (``nodes: {node3: {provider: …}}``), except
+# ``health_check.interval_s``: slurm.conf has one HealthCheckInterval for the whole cluster.
+HEALTH_CHECK_MODES = ("drain", "none", "times_out", "exit_1")
+REMEDIATION_MODES = ("none", "reboot", "resume")
+PROVIDER_KEYS = {"health_check", "remediation", "reboot", "dcgm_injection"}
+PROVIDER_SUBKEYS = {
+    "health_check": {"mode", "interval_s", "drain_xids", "after_s", "timeout_s"},
+    "remediation": {"mode", "after_s", "spare"},
+    "reboot": {"shutdown_s", "down_s", "slurmd_s"},
+}
+XID_CATALOGUE = Path(__file__).resolve().parents[1] / "parsers" / "data" / "xid_catalogue.yml"
+
+
+def default_drain_xids() -> list[int]:
+    """Xid codes the health check drains on by default: those the catalogue marks critical or major, and 79."""
+    data = yamldata.load(XID_CATALOGUE.read_text()) or {}
+    codes = {int(x["code"]) for x in data.get("xids") or [] if x.get("severity") in ("critical", "major")}
+    return sorted(codes | {79})
+
+
+def _number(where: str, value: Any, integer: bool = False) -> None:
+    kinds = int if integer else int | float
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < 0:
+        raise ProfileError(f"{where} must be a non-negative {'integer' if integer else 'number'}")
+
+
+def check_provider(where: str, value: Any, node_level: bool) -> None:
+    """Refuse a malformed ``provider:`` section with a message naming the key."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise ProfileError(f"{where} must be a mapping with keys {sorted(PROVIDER_KEYS)}")
+    unknown = set(value) - PROVIDER_KEYS
+    if unknown:
+        raise ProfileError(f"{where} has unknown keys {sorted(unknown)}; known: {sorted(PROVIDER_KEYS)}")
+    for section, allowed in PROVIDER_SUBKEYS.items():
+        sub = value.get(section)
+        if sub is None:
+            continue
+        if not isinstance(sub, dict):
+            raise ProfileError(f"{where}.{section} must be a mapping with keys {sorted(allowed)}")
+        unknown = set(sub) - allowed
+        if unknown:
+            raise ProfileError(f"{where}.{section} has unknown keys {sorted(unknown)}; known: {sorted(allowed)}")
+        for key in ("interval_s", "after_s", "timeout_s", "shutdown_s", "down_s", "slurmd_s"):
+            if key in sub:
+                _number(f"{where}.{section}.{key}", sub[key])
+    hc = value.get("health_check") or {}
+    if "mode" in hc and hc["mode"] not in HEALTH_CHECK_MODES:
+        raise ProfileError(f"{where}.health_check.mode must be one of {list(HEALTH_CHECK_MODES)}")
+    if "interval_s" in hc:
+        if node_level:
+            raise ProfileError(f"{where}.health_check.interval_s is cluster-wide only (slurm.conf has one "
+                               "HealthCheckInterval); set it under cluster.provider.health_check")
+        if hc["interval_s"] < 1 or not isinstance(hc["interval_s"], int):
+            raise ProfileError(f"{where}.health_check.interval_s must be a whole number of seconds >= 1")
+    if "drain_xids" in hc:
+        codes = hc["drain_xids"]
+        if not isinstance(codes, list) or any(isinstance(c, bool) or not isinstance(c, int) or c < 0
+                                               for c in codes):
+            raise ProfileError(f"{where}.health_check.drain_xids must be a list of Xid codes (integers)")
+    rem = value.get("remediation") or {}
+    if "mode" in rem and rem["mode"] not in REMEDIATION_MODES:
+        raise ProfileError(f"{where}.remediation.mode must be one of {list(REMEDIATION_MODES)}")
+    if "spare" in rem and rem["spare"] is not None:
+        if node_level:
+            raise ProfileError(f"{where}.remediation.spare is cluster-wide only (the provider's spare pool)")
+        if not isinstance(rem["spare"], str) or not re.fullmatch(r"node\d+", rem["spare"]):
+            raise ProfileError(f"{where}.remediation.spare must be a node name like node5")
+    if "dcgm_injection" in value and not isinstance(value["dcgm_injection"], bool):
+        raise ProfileError(f"{where}.dcgm_injection must be true or false")
+
+
+def provider_settings(profile: dict[str, Any], node: str) -> dict[str, Any]:
+    """The node's provider automation with every default filled in (today's behaviour when unset)."""
+    raw = node_settings(profile, node).get("provider") or {}
+    cluster_hc = (profile["cluster"].get("provider") or {}).get("health_check") or {}
+    hc = raw.get("health_check") or {}
+    rem = raw.get("remediation") or {}
+    boot = raw.get("reboot") or {}
+    return {
+        "configured": "provider" in profile["cluster"] or "provider" in profile["nodes"].get(node, {}),
+        "health_check": {
+            "mode": hc.get("mode", "drain"),
+            "cluster_mode": cluster_hc.get("mode", "drain"),
+            "interval_s": int(cluster_hc.get("interval_s", 30)),
+            "drain_xids": [int(c) for c in hc["drain_xids"]] if "drain_xids" in hc else default_drain_xids(),
+            "after_s": float(hc.get("after_s", 0)),
+            "timeout_s": float(hc.get("timeout_s", 2)),
+        },
+        "remediation": {
+            "mode": rem.get("mode", "none"),
+            "after_s": float(rem.get("after_s", 30)),
+            "spare": ((profile["cluster"].get("provider") or {}).get("remediation") or {}).get("spare"),
+        },
+        "reboot": {
+            "shutdown_s": float(boot.get("shutdown_s", 1)),
+            "down_s": float(boot.get("down_s", 3)),
+            "slurmd_s": float(boot.get("slurmd_s", 1)),
+        },
+        "dcgm_injection": bool(raw.get("dcgm_injection", True)),
+    }

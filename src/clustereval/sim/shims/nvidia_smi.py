@@ -70,6 +70,30 @@ def load_node():
         return json.load(fh)
 
 
+# GPUs that fell off the bus since the node booted (a secondary bus reset seen by the sim's power daemon):
+# ``$SIMNODE_ROOT/run/runtime.json`` ``lost_gpus`` (nvidia-smi indices), gone at the next boot. A process
+# started after that cannot get a device handle for them (NVML_ERROR_GPU_IS_LOST): nvidia-smi prints the
+# driver's message for each on stderr, goes on with the others (-L, --query-gpu, -q) or prints nothing else
+# (the default table), and exits 15 ("the GPU has fallen off the bus", man nvidia-smi RETURN VALUE).
+# Unverified: from which driver branch the message names the GPU index ("GPU0: 0000:24:00.0", captures of
+# recent drivers) instead of only the bus ("GPU 0000:05:00.0", older ones); taken here as from 565 on.
+GPU_IS_LOST_RC = 15
+
+
+def runtime_lost():
+    try:
+        with open(os.path.join(os.environ.get("SIMNODE_ROOT") or "/sim", "run", "runtime.json")) as fh:
+            return set(json.load(fh).get("lost_gpus") or [])
+    except (OSError, ValueError, AttributeError):
+        return set()
+
+
+def lost_message(node, gpu):
+    bus = gpu["pci_bus_id"][4:]
+    who = "GPU%d: %s" % (gpu["index"], bus) if driver_major(node) >= 565 else "GPU " + bus
+    return "Unable to determine the device handle for %s: GPU is lost.  Reboot the system to recover this GPU\n" % who
+
+
 def driver_major(node):
     try:
         return int(node["driver_version"].split(".")[0])
@@ -1166,6 +1190,9 @@ def main(argv):
         noise = random.Random(node["node"]).randbytes(3000)
         sys.stdout.buffer.write(noise)
         return 0
+    lost = runtime_lost()
+    if lost and any(g["index"] in lost for g in gpus):
+        return with_lost_gpus(node, gpus, lost, opts)
     loop = opts["loop"]
     if opts["query"] is not None:
         if opts["format"] is None:
@@ -1218,6 +1245,37 @@ def main(argv):
         return run_loop(node, gpus, loop, lambda states, now: render_table(node, states, now))
     sys.stdout.write(render_table(node, gpus))
     return 0
+
+
+def with_lost_gpus(node, gpus, lost, opts):
+    """The run of a process that finds GPUs lost at start (see runtime_lost): no loop, as nvidia-smi stops."""
+    reachable = [g for g in gpus if g["index"] not in lost]
+    if opts["q"] or not (opts["L"] or opts["query"] is not None):
+        for gpu in gpus:
+            if gpu["index"] in lost:
+                sys.stderr.write(lost_message(node, gpu))
+        if opts["q"] and reachable:
+            sys.stdout.write(render_xml(node, reachable, None) if opts["x"] else render_q(node, reachable))
+        return GPU_IS_LOST_RC
+    header = True
+    for gpu in gpus:
+        if gpu["index"] in lost:
+            sys.stdout.flush()
+            sys.stderr.write(lost_message(node, gpu))
+            sys.stderr.flush()
+            continue
+        if opts["L"]:
+            sys.stdout.write(render_list([gpu]))
+        else:
+            fmt = opts["format"] or "csv"
+            text, rc = render_query(node, [gpu], opts["query"], fmt if header else fmt + ",noheader")
+            if rc:
+                sys.stdout.write(text or "")
+                return rc
+            sys.stdout.write(text)
+        header = False
+    sys.stdout.flush()
+    return GPU_IS_LOST_RC
 
 
 if __name__ == "__main__":
