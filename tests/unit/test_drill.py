@@ -144,7 +144,7 @@ class FakeNode:
             if self.provider.reboot_works:
                 self._reboot(self.now + 0.5)
             return 0, f"## fault t={self.now}\n## reboot requested\n", ""
-        if "test --inject" in cmd and "-v 0" not in cmd or "> /dev/kmsg' sh '<4>" in cmd or "0040:0040" in cmd:
+        if ("test --inject" in cmd and "-v 0" not in cmd) or "> /dev/kmsg' sh '<4>" in cmd or "0040:0040" in cmd:
             self.t0 = self.now
             if "0040:0040" in cmd:
                 self.gpus = 7
@@ -175,15 +175,15 @@ def drill(tmp_path, provider: Provider, kind: str = "inject", method: str = "kms
         node.journal.append(("restored", entry, outcome))
 
     s = runner.Settings(kind=kind, target="node2", targets=["node2"], method=method, poll_s=0.5,
-                        detect_limit_s=settings.pop("detect_limit_s", 30), return_limit_s=settings.pop("return_limit_s", 60),
-                        job_every_s=1, **settings)
+                        detect_limit_s=settings.pop("detect_limit_s", 30),
+                        return_limit_s=settings.pop("return_limit_s", 60), job_every_s=1, **settings)
     d = runner.Drill(node, s, log, runner.Journal(applied, restored), clock=node.clock, sleep=node.sleep)
     try:
         d.run()
     except KeyboardInterrupt:
         pass
-    text = open(path, encoding="utf-8").read()
-    return node, d, text
+    with open(path, encoding="utf-8") as fh:
+        return node, d, fh.read()
 
 
 def judge(text: str, check_id: str, params: dict[str, Any] | None = None, facts: dict[str, Any] | None = None):
@@ -227,8 +227,7 @@ def test_injected_xid_detected_rebooted_and_returned(tmp_path):
     assert back["status"] == "pass" and "after a reboot" in back["summary"]
     assert judge(text, "fault.inject.cleared", params)["status"] == "pass"
     action = judge(text, "fault.inject.action", params)
-    assert action["status"] == "pass" and action["value"] == "drained, took it down, rebooted, returned" or \
-        action["status"] == "pass"
+    assert action["status"] == "pass" and action["value"] == "drained, rebooted, returned", action
     assert judge(text, "fault.drill.bystanders", params)["status"] == "pass"
     applied = [j for j in node.journal if j[0] == "applied"]
     assert applied and "/dev/kmsg" in applied[0][2]  # the undo note goes to the kernel log
@@ -271,7 +270,7 @@ def test_slow_detection_warns_then_fails_against_the_bar(tmp_path):
 
 
 def test_nvl72_needs_no_return(tmp_path):
-    _, d, text = drill(tmp_path, Provider(reboot_after=None, resume_after=None), return_limit_s=10)
+    _, _, text = drill(tmp_path, Provider(reboot_after=None, resume_after=None), return_limit_s=10)
     result = judge(text, "fault.inject.return", facts={"gpu_model": "NVIDIA GB200"})
     assert result["status"] == "skip" and "detection and no new jobs" in result["summary"]
     assert judge(text, "fault.inject.return")["status"] == "fail"
@@ -343,4 +342,5 @@ def test_node_not_in_service_before_the_drill_is_skipped(tmp_path):
                      clock=node.clock, sleep=node.sleep)
     d.run()
     assert d.end["reason"] == "not_in_service" and "maintenance" in d.end["detail"]
-    assert judge(open(path).read(), "fault.inject.detection")["status"] == "skip"
+    with open(path, encoding="utf-8") as fh:
+        assert judge(fh.read(), "fault.inject.detection")["status"] == "skip"

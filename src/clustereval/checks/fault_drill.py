@@ -105,7 +105,8 @@ def _series(ctx: Context, tl: timeline_mod.Timeline, with_data: bool) -> list[di
 def _measured(tl: timeline_mod.Timeline) -> dict[str, Any]:
     end = tl.end or {}
     return {"started": tl.start.get("at"), "ended": end.get("at"), "interrupted": end.get("reason") == "interrupted",
-            "events": [{"event": row["event"], "after_s": row["after_s"]} for row in tl.rows()]}
+            "events": [{"event": row["event"], "at": f"+{row['after_s']:g} s", "after_s": row["after_s"],
+                        "uncertainty_s": row["uncertainty_s"]} for row in tl.rows()]}
 
 
 def _graded(ctx: Context, check_id: str, tl: timeline_mod.Timeline, value: float, what: str,

@@ -146,6 +146,22 @@ def measured_text(result: dict[str, Any]) -> str:
     return one_line("; ".join(parts))
 
 
+def timelines(results: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+    """One (result, "fault +0 s → detected +3.1 s ±0.3 → …") per timeline series (a fault drill's), the first
+    result pointing at it standing for the drill."""
+    seen, out = set(), []
+    for result in results:
+        refs = [ref for ref in result.get("series") or [] if isinstance(ref, dict) and ref.get("kind") == "timeline"]
+        events = (result.get("measured") or {}).get("events") if isinstance(result.get("measured"), dict) else None
+        if not refs or not events or refs[0].get("path") in seen:
+            continue
+        seen.add(refs[0].get("path"))
+        steps = [f"{e.get('event')} {e.get('at')}" + (f" ±{e['uncertainty_s']:g}" if e.get("uncertainty_s") else "")
+                 for e in events if isinstance(e, dict)]
+        out.append((result, one_line(" → ".join(steps))))
+    return out
+
+
 def run_state(view: dict[str, Any]) -> str | None:
     """Why the run is incomplete (interrupted, or not ended), or None for a run that finished."""
     run = view["run"]
@@ -292,4 +308,5 @@ __all__ = [
     "series_links",
     "subject_label",
     "summary_line",
+    "timelines",
 ]

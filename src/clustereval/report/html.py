@@ -26,6 +26,7 @@ from clustereval.report import (
     run_state,
     series_links,
     subject_label,
+    timelines,
 )
 
 _CSS = """
@@ -240,6 +241,15 @@ def _hosts(view: dict[str, Any]) -> str:
             "it belongs to.</p>" + _table(["host", *results_mod.STATUSES, "findings"], rows))
 
 
+def _timelines(view: dict[str, Any]) -> str:
+    rows = [[f"<code>{esc(r.get('check'))}</code>", esc(subject_label(r)), _status(r.get("status")), esc(steps)]
+            for r, steps in timelines(view["results"])]
+    if not rows:
+        return ""
+    return ("<h2>Timelines</h2><p>Each fault drill from the fault on (the controller's clock; ± half the gap between "
+            "the observations around a milestone).</p>" + _table(["drill", "subject", "status", "timeline"], rows))
+
+
 def _skips_and_errors(view: dict[str, Any]) -> str:
     rows = [
         [
@@ -262,7 +272,8 @@ def _skips_and_errors(view: dict[str, Any]) -> str:
 def render(view: dict[str, Any]) -> str:
     """The self-contained HTML report for a view built by ``clustereval.report.build_view``."""
     title = esc(view["run"].get("run_id") or view["run_dir"].name)
-    sections = [_header(view), _unreachable(view), _why(view), _categories(view), _hosts(view), _checks(view)]
+    sections = [_header(view), _unreachable(view), _why(view), _categories(view), _hosts(view), _timelines(view),
+                _checks(view)]
     sections.append(_skips_and_errors(view))
     body = "\n".join(s for s in sections if s)
     return (

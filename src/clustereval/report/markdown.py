@@ -26,6 +26,7 @@ from clustereval.report import (
     run_state,
     series_links,
     subject_label,
+    timelines,
 )
 
 
@@ -248,6 +249,16 @@ def _hosts(view: dict[str, Any]) -> list[str]:
             *_table(["host", *results_mod.STATUSES, "findings"], rows)]
 
 
+def _timelines(view: dict[str, Any]) -> list[str]:
+    rows = [[cell(r.get("check")), cell(subject_label(r)), cell(r.get("status")), cell(steps)]
+            for r, steps in timelines(view["results"])]
+    if not rows:
+        return []
+    return ["", "## Timelines", "", "Each fault drill from the fault on (the controller's clock; ± half the gap "
+            "between the observations around a milestone).", "", *_table(["drill", "subject", "status", "timeline"],
+                                                                          rows)]
+
+
 def _skips_and_errors(view: dict[str, Any]) -> list[str]:
     rows = [
         [
@@ -273,6 +284,7 @@ def _skips_and_errors(view: dict[str, Any]) -> list[str]:
 
 def render(view: dict[str, Any]) -> str:
     """The Markdown report for a view built by ``clustereval.report.build_view``."""
-    lines = _header(view) + _unreachable(view) + _why(view) + _categories(view) + _hosts(view) + _checks(view)
+    lines = _header(view) + _unreachable(view) + _why(view) + _categories(view) + _hosts(view) + _timelines(view)
+    lines += _checks(view)
     lines += _skips_and_errors(view)
     return "\n".join(lines).rstrip() + "\n"
