@@ -1066,6 +1066,7 @@ def status(directory: str | Path) -> dict[str, Any]:
             "alive": controller_alive,
             "port": state["ports"]["slurmctld"],
             "munged_alive": alive("munged"),
+            "power_alive": alive("power"),  # the BMC: reboots, /dev/kmsg, SBR watch, remediation
         },
         "nodes": nodes,
         "shared_fs": {**state.get("shared_fs", {}), "server_alive": alive("sshd:storage")}
