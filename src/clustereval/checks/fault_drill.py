@@ -83,7 +83,7 @@ def _evidence(tl: timeline_mod.Timeline, **more: Any) -> dict[str, Any]:
     out = {"timeline": {name: stone.as_dict() for name, stone in tl.milestones.items()},
            "baseline": {k: tl.baseline.get(k) for k in ("state", "boot_id", "slurmd_start", "gpus")},
            "last_seen": tl.last, "end": {k: v for k, v in (tl.end or {}).items() if k != "plan"},
-           "polls": tl.polls, "failed_polls": tl.failed_polls}
+           "polls": tl.polls, "failed_polls": tl.failed_polls, "injection": tl.start.get("injection")}
     out.update(more)
     return out
 
@@ -174,8 +174,9 @@ def inject_detection(ctx: Context) -> Verdict:
                         f"took the node out of service within {limit:g} s (it stayed "
                         f"{tl.last.get('state') or 'unobserved'})")
     how = stone.detail.get("reason") or stone.detail.get("state")
+    method = (tl.start.get("injection") or {}).get("method")
     return _graded(ctx, "fault.inject.detection", tl, stone.after_s,
-                   f"Xid {xid} on {tl.target} detected ({stone.detail.get('state')}: {how}; "
+                   f"Xid {xid} injected by {method} on {tl.target} detected ({stone.detail.get('state')}: {how}; "
                    f"±{stone.uncertainty_s:g} s)")
 
 

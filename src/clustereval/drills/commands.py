@@ -141,9 +141,10 @@ def undo(method: str, gpu: int, bus_id: str, xid: int, expected_gpus: int, reboo
 
 
 def reboot(command: str) -> str:
-    """Start the reboot detached (the SSH session ends with the node) and say when it was asked for."""
-    return (f"nohup sh -c {shlex.quote(command)} >/dev/null 2>&1 </dev/null & {_clock('fault')}; "
-            "echo '## reboot requested'")
+    """Start the reboot detached (the SSH session ends with the node) and say when it was asked for. SIGHUP is
+    ignored before the fork: the session's hang-up must not kill the command before it has run."""
+    return (f"trap '' HUP; nohup sh -c {shlex.quote(command)} >/dev/null 2>&1 </dev/null & {_clock('fault')}; "
+            "echo '## reboot requested'; sleep 0.5")
 
 
 def gpu_job(node: str, command: str, timeout_s: int) -> str:

@@ -111,6 +111,8 @@ class Drill:
         self.reachable = True
         entry: dict[str, Any] = {"kind": kind, "step": step, "sent": sent, "received": self.clock(), "ok": True,
                                  "rc": rc, "stdout": out, "stderr": err[-2000:], **extra}
+        if kind != "poll":  # the poll's command is in the start entry, once
+            entry["cmd"] = cmd
         added = self.log.add(entry)
         return added
 
@@ -131,6 +133,7 @@ class Drill:
         self.log.add({"kind": "start", "at": self.clock(), "drill": s.kind, "target": s.target, "targets": s.targets,
                       "method": s.method, "xid": s.xid if s.kind == "inject" else None, "gpu": s.gpu,
                       "dry_run": s.dry_run, "params": s.params,
+                      "poll_cmd": commands.poll(gpus=True, scheduler=s.scheduler),
                       "limits": {"detect_s": s.detect_limit_s, "return_s": s.return_limit_s, "poll_s": s.poll_s}})
         try:
             self._drill()
@@ -180,7 +183,8 @@ class Drill:
                                        {"command": s.reboot_cmd, "note": "a reboot is not undone; it is "
                                         "closed once the node is back"})
             step = self._step("step", "reboot", commands.reboot(s.reboot_cmd))
-            if not step.get("ok") or step.get("rc") not in (0, None):
+            # A node that goes down before the step has answered has rebooted: that is no failure.
+            if step.get("ok") and step.get("rc") not in (0, None):
                 self.journal.restored(jid, "not applied", {"error": step.get("error") or step.get("stderr")})
                 self._finish("error", detail=f"the reboot command failed: {step.get('error') or step.get('stderr')}")
                 return

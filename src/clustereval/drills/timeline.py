@@ -90,6 +90,13 @@ def build(parsed: dict[str, Any]) -> Timeline:
     targets = set(start.get("targets") or [target])
     fault = next((e for e in entries if e.get("kind") == "fault" and e.get("fault_at") is not None), None)
     t0 = float(fault["fault_at"]) if fault else None
+    injected = next((e for e in entries if e.get("kind") == "step" and e.get("step") in ("inject", "reboot")
+                     and e.get("ok") and e.get("rc") == 0), None)
+    if injected:
+        observed = injected.get("observed") or {}
+        start = {**start, "injection": {"method": injected.get("method") or kind, "command": injected.get("cmd"),
+                                        "line": (observed.get("said") or {}).get("kmsg") or _kmsg_line(injected),
+                                        "node_said": (injected.get("stdout") or "")[-500:]}}
     polls = [e for e in entries if e.get("kind") == "poll"]
     before = [e for e in polls if _ok(e) and (t0 is None or float(e["received"]) <= t0)]
     baseline = _baseline(before[-1] if before else None, target, before)
@@ -148,6 +155,13 @@ def build(parsed: dict[str, Any]) -> Timeline:
             break
     return Timeline(kind, target, t0, start, baseline, milestones, bystanders, replacements, last,
                     parsed.get("end"), len(polls), sum(1 for e in polls if not e.get("ok")))
+
+
+def _kmsg_line(step: dict[str, Any]) -> str | None:
+    for line in str(step.get("stdout") or "").splitlines():
+        if line.startswith("## kmsg ") and " line=" in line:
+            return line.split(" line=", 1)[1]
+    return None
 
 
 def _baseline(entry: dict[str, Any] | None, target: str, before: list[dict[str, Any]]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from clustereval.parsers import register
-from clustereval.parsers._common import result
+from clustereval.parsers._common import clean, result
 from clustereval.parsers.errors import ParseError
 from clustereval.parsers.probe_sections import sections
 from clustereval.parsers.slurm import parse as parse_slurm
@@ -66,7 +66,7 @@ def parse_step(text: str) -> dict[str, Any]:
                            "gpu_bus": {}, "job": None, "restored_at": None, "ready": None, "unavailable": None,
                            "rcs": {}}
     warnings: list[str] = []
-    for sec in sections(text):
+    for sec in sections(clean(text)):
         kind, body = sec["kind"], sec["body"]
         if kind == "clock":
             out["clock"] = _float(sec.get("t"))
