@@ -341,7 +341,7 @@ def _slurm_conf(directory: Path, state: dict[str, Any], nodes: list[dict[str, An
     provider = nodes[0]["provider"]["health_check"] if nodes else {"cluster_mode": "drain",
                                                                    "interval_s": HEALTHCHECK_INTERVAL_S}
     if provider["cluster_mode"] != "none":
-        lines += [f"HealthCheckProgram={slurm / 'healthcheck.sh'}",
+        lines += [f"HealthCheckProgram={slurm / 'healthcheck'}",
                   f"HealthCheckInterval={provider['interval_s']}",
                   "HealthCheckNodeState=ANY"]
     for node in nodes:
@@ -370,12 +370,10 @@ def _gres_conf(nodes: list[dict[str, Any]], dev_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-# Slurm HealthCheckProgram: the simulated provider's node health check (shims/healthcheck.py, run by slurmd
-# inside the node's namespaces, reading /sim/kmsg, dcgmi and the node's /sim/provider.json).
-HEALTHCHECK = """#!/bin/sh
-# Slurm HealthCheckProgram of the simulated cluster (see {shim})
-exec /usr/bin/python3 -IS {shim} "$@"
-"""
+# Slurm HealthCheckProgram: the simulated provider's node health check (shims/healthcheck.py, copied to
+# D/slurm/healthcheck and run by slurmd inside the node's namespaces; it reads /sim/kmsg, dcgmi and the node's
+# /sim/provider.json). An audit reading the program finds what it does: scontrol ... state=drain, dcgmi.
+HEALTHCHECK_SOURCE = SHIM_SOURCES / "healthcheck.py"
 
 
 # Prolog/Epilog as sites that tie GPU metrics to jobs run them: one file per GPU index of the job, holding
@@ -676,8 +674,8 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     conf = p["slurm"] / "slurm.conf"
     conf.write_text(_slurm_conf(directory, state, node_list, dev_dir))
     (p["slurm"] / "gres.conf").write_text(_gres_conf(node_list, dev_dir))
-    (p["slurm"] / "healthcheck.sh").write_text(HEALTHCHECK.format(shim=p["shims"] / "healthcheck.py"))
-    (p["slurm"] / "healthcheck.sh").chmod(0o755)
+    shutil.copyfile(HEALTHCHECK_SOURCE, p["slurm"] / "healthcheck")
+    (p["slurm"] / "healthcheck").chmod(0o755)
     for name, text in (("prolog.sh", PROLOG), ("epilog.sh", EPILOG)):
         (p["slurm"] / name).write_text(text.format(job_map=JOB_MAP_DIR))
         (p["slurm"] / name).chmod(0o755)

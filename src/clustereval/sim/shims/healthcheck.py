@@ -1,3 +1,4 @@
+#!/usr/bin/python3 -IS
 """The simulated provider's node health check: Slurm's HealthCheckProgram (standalone: stdlib only).
 
 slurmd runs it inside the node's namespaces at start and every HealthCheckInterval. What it does follows the
