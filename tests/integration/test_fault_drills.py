@@ -226,8 +226,10 @@ def test_bystanders_and_a_resume_without_repair_are_caught(tmp_path):
     profile.write_text(yaml.safe_dump({
         "extends": "fault-drills",
         "nodes": {
-            "node1": {"provider": {"remediation": {"mode": "resume", "after_s": 3}}},
-            "node2": {"provider": {"health_check": {"mode": "times_out"}}},
+            # resumes after 15 s without a reboot: the GPU stays off the bus
+            "node1": {"provider": {"remediation": {"mode": "resume", "after_s": 15}}},
+            # its own check starts hanging 20 s after boot (the drill's baseline is taken before)
+            "node2": {"provider": {"health_check": {"mode": "times_out", "from_s": 20}}},
         },
     }))
     with simulated_cluster(tmp_path / "sim", 3, str(profile)) as directory:

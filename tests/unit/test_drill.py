@@ -344,3 +344,20 @@ def test_node_not_in_service_before_the_drill_is_skipped(tmp_path):
     assert d.end["reason"] == "not_in_service" and "maintenance" in d.end["detail"]
     with open(path, encoding="utf-8") as fh:
         assert judge(fh.read(), "fault.inject.detection")["status"] == "skip"
+
+
+@pytest.mark.parametrize("method", ["dcgm", "kmsg", "sbr"])
+def test_every_step_is_valid_shell(method):
+    import subprocess
+
+    from clustereval.drills import commands
+
+    steps = [commands.prepare(method, 0, "00000000:18:00.0", 79),
+             commands.inject(method, 0, "00000000:18:00.0", 79, "0000:17:00.0", "0002"),
+             commands.undo(method, 0, "00000000:18:00.0", 79, 8, "systemctl reboot", "0000:17:00.0", "0002"),
+             commands.poll(gpus=True), commands.gpu_bus_ids(), commands.reboot("systemctl reboot"),
+             commands.gpu_job("node1", "srun -w {node} nvidia-smi -L", 30)]
+    for step in steps:
+        assert subprocess.run(["sh", "-n", "-c", step]).returncode == 0, step
+    assert commands.kmsg_line(79, "00000000:3B:00.0") == \
+        "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, name=clustereval-drill, GPU has fallen off the bus."

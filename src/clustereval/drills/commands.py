@@ -136,15 +136,19 @@ def undo(method: str, gpu: int, bus_id: str, xid: int, expected_gpus: int, reboo
         b, c = shlex.quote(str(bridge)), shlex.quote(str(control))
         return (f"setpci -A linux-sysfs -s {b} BRIDGE_CONTROL.w={c}; "
                 f"[ \"$(timeout 30 nvidia-smi -L 2>/dev/null | grep -c '^GPU ')\" -ge {int(expected_gpus)} ] || "
-                f"{{ nohup sh -c {shlex.quote(reboot_cmd)} >/dev/null 2>&1 </dev/null & }}")
+                f"{{ {_detached(reboot_cmd)} sleep 0.5; }}")
     raise ValueError(f"unknown injection method {method!r}")
 
 
 def reboot(command: str) -> str:
-    """Start the reboot detached (the SSH session ends with the node) and say when it was asked for. SIGHUP is
-    ignored before the fork: the session's hang-up must not kill the command before it has run."""
-    return (f"trap '' HUP; nohup sh -c {shlex.quote(command)} >/dev/null 2>&1 </dev/null & {_clock('fault')}; "
-            "echo '## reboot requested'; sleep 0.5")
+    """Start the reboot detached (the SSH session ends with the node) and say when it was asked for."""
+    return f"{_detached(command)} {_clock('fault')}; echo '## reboot requested'; sleep 0.5"
+
+
+def _detached(command: str) -> str:
+    """``command`` in the background, surviving the end of the SSH session: SIGHUP is ignored before the fork,
+    so the session's hang-up cannot kill it before it has run."""
+    return f"trap '' HUP; nohup sh -c {shlex.quote(command)} >/dev/null 2>&1 </dev/null &"
 
 
 def gpu_job(node: str, command: str, timeout_s: int) -> str:

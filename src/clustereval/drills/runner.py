@@ -43,7 +43,7 @@ class Settings:
     xid: int = 79
     gpu: int = 0
     reboot_cmd: str = "systemctl reboot"
-    gpu_job_cmd: str = "srun -w {node} -N1 -n1 --gres=gpu:1 -t 2 nvidia-smi -L"
+    gpu_job_cmd: str = "srun -w {node} -N1 -n1 --gres=gpu:1 -t 2 --immediate=10 nvidia-smi -L"
     poll_s: float = 0.5
     detect_limit_s: float = 600.0
     return_limit_s: float | None = 3600.0
@@ -239,7 +239,7 @@ class Drill:
     def _gpus_before(self) -> int:
         for entry in self.log.entries:
             gpus = (entry.get("observed") or {}).get("gpus") or {}
-            if gpus.get("rc") == 0:
+            if timeline._gpus_listed(gpus):
                 return int(gpus.get("count") or 0)
         return 1
 

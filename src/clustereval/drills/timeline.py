@@ -142,7 +142,7 @@ def build(parsed: dict[str, Any]) -> Timeline:
                 mark("returned", entry, previous_sent, state=state.get("state"))
             _others(entry, target, targets, baseline, bystanders, replacements, t0)
         gpus = observed.get("gpus")
-        if gpus and gpus.get("rc") == 0:
+        if _gpus_listed(gpus):
             last["gpus"] = gpus.get("count")
         previous_sent = float(entry["sent"])
     job_lo = milestones["returned"].at if "returned" in milestones else t0
@@ -155,6 +155,11 @@ def build(parsed: dict[str, Any]) -> Timeline:
             break
     return Timeline(kind, target, t0, start, baseline, milestones, bystanders, replacements, last,
                     parsed.get("end"), len(polls), sum(1 for e in polls if not e.get("ok")))
+
+
+def _gpus_listed(gpus: dict[str, Any] | None) -> bool:
+    """``nvidia-smi -L`` answered: it ran (exit 0), or it listed GPUs and failed on others (exit 15, a lost GPU)."""
+    return bool(gpus) and not gpus.get("missing") and (gpus.get("rc") == 0 or gpus.get("count", 0) > 0)
 
 
 def _kmsg_line(step: dict[str, Any]) -> str | None:
@@ -170,8 +175,7 @@ def _baseline(entry: dict[str, Any] | None, target: str, before: list[dict[str, 
     observed = entry.get("observed") or {}
     state = _target_state(entry, target) or {}
     nodes = ((observed.get("scheduler") or {}).get("nodes") or {})
-    gpus = next((e["observed"]["gpus"] for e in reversed(before) if (e["observed"].get("gpus") or {}).get("rc") == 0),
-                None)
+    gpus = next((e["observed"]["gpus"] for e in reversed(before) if _gpus_listed(e["observed"].get("gpus"))), None)
     return {"boot_id": observed.get("boot_id"), "slurmd_start": state.get("slurmd_start"),
             "state": state.get("state"), "reason": state.get("reason"), "usable": state.get("usable"),
             "known": bool(state), "gpus": gpus.get("count") if gpus else None,

@@ -480,7 +480,7 @@ HEALTH_CHECK_MODES = ("drain", "none", "times_out", "exit_1")
 REMEDIATION_MODES = ("none", "reboot", "resume")
 PROVIDER_KEYS = {"health_check", "remediation", "reboot", "dcgm_injection"}
 PROVIDER_SUBKEYS = {
-    "health_check": {"mode", "interval_s", "drain_xids", "after_s", "timeout_s"},
+    "health_check": {"mode", "interval_s", "drain_xids", "after_s", "timeout_s", "from_s"},
     "remediation": {"mode", "after_s", "spare"},
     "reboot": {"shutdown_s", "down_s", "slurmd_s"},
 }
@@ -518,7 +518,7 @@ def check_provider(where: str, value: Any, node_level: bool) -> None:
         unknown = set(sub) - allowed
         if unknown:
             raise ProfileError(f"{where}.{section} has unknown keys {sorted(unknown)}; known: {sorted(allowed)}")
-        for key in ("interval_s", "after_s", "timeout_s", "shutdown_s", "down_s", "slurmd_s"):
+        for key in ("interval_s", "after_s", "timeout_s", "from_s", "shutdown_s", "down_s", "slurmd_s"):
             if key in sub:
                 _number(f"{where}.{section}.{key}", sub[key])
     hc = value.get("health_check") or {}
@@ -563,6 +563,7 @@ def provider_settings(profile: dict[str, Any], node: str) -> dict[str, Any]:
             "drain_xids": [int(c) for c in hc["drain_xids"]] if "drain_xids" in hc else default_drain_xids(),
             "after_s": float(hc.get("after_s", 0)),
             "timeout_s": float(hc.get("timeout_s", 2)),
+            "from_s": float(hc.get("from_s", 0)),
         },
         "remediation": {
             "mode": rem.get("mode", "none"),

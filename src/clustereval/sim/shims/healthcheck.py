@@ -9,7 +9,8 @@ node's ``/sim/provider.json`` (profile ``provider.health_check``, see docs/sim.m
   other than Healthy drains it with reason ``DCGM health``, each once the fault has been seen for
   ``after_s`` seconds (the first sighting is kept in ``/sim/run/healthcheck-seen.json``, gone at reboot);
 * ``times_out``: its own check hangs past its ``timeout_s`` and it drains the node, healthy or not, with the
-  reason NHC's watchdog gives (``NHC: Script timed out while executing "check_nv_healthmon".``);
+  reason NHC's watchdog gives (``NHC: Script timed out while executing "check_nv_healthmon".``); with
+  ``from_s``, only once the node has been up that long (before, it checks like ``drain``);
 * ``exit_1``: it finds the faults, prints them and exits 1 without draining (Slurm ignores the exit status);
 * ``none``: nothing.
 
@@ -73,6 +74,14 @@ def faults(cfg):
     return found
 
 
+def uptime():
+    """Seconds since the node's (simulated) boot: the boot id file is written when the node boots."""
+    try:
+        return time.time() - os.stat("/proc/sys/kernel/random/boot_id").st_mtime
+    except OSError:
+        return float("inf")
+
+
 def main(argv):
     try:
         with open(os.path.join(ROOT, "provider.json")) as fh:
@@ -86,6 +95,8 @@ def main(argv):
     cfg["node"] = cfg.get("node") or node
     if mode == "none":
         return 0
+    if mode == "times_out" and uptime() < float(hc.get("from_s", 0)):
+        mode = "drain"  # it starts hanging only later (under load, as such checks do)
     if mode == "times_out":
         record(cfg, "healthcheck_run", mode=mode)
         time.sleep(float(hc.get("timeout_s", 2)))
