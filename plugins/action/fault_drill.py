@@ -63,6 +63,25 @@ options:
     description: How long the drill waits for the node's return to service (0 = do not wait).
     type: float
     default: 3600
+  scheduler:
+    description: C(slurm) (observed with C(scontrol) on the node) or C(k8s) (C(kubectl) on the controller).
+    type: str
+    default: slurm
+  k8s_api_host:
+    description: Where kubectl runs; drills need it on the controller (C(localhost)).
+    type: str
+    default: localhost
+  k8s_namespace:
+    description: Namespace of the GPU test pod (Kubernetes).
+    type: str
+    default: default
+  k8s_gpu_image:
+    description: Image of the GPU test pod (it runs C(nvidia-smi -L)).
+    type: str
+  drain_timeout_s:
+    description: C(kubectl drain --timeout) before a Kubernetes reboot.
+    type: float
+    default: 300
   targets:
     description: Every node this drill run acts on (none of them counts as a bystander).
     type: list
@@ -85,6 +104,7 @@ import os
 import shlex
 import signal
 import socket
+import subprocess
 import threading
 import time
 from typing import Any
@@ -149,6 +169,16 @@ class _Link:
         except Exception:
             pass
 
+    @staticmethod
+    def local(cmd: str, timeout_s: float) -> tuple[int, str, str]:
+        """A command on the controller (kubectl with the controller's KUBECONFIG)."""
+        try:
+            done = subprocess.run(["/bin/sh", "-c", cmd], capture_output=True, text=True, timeout=timeout_s,
+                                  stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            return 124, str(exc.stdout or ""), f"timed out after {timeout_s:g} s"
+        return done.returncode, done.stdout, done.stderr
+
     def port_open(self) -> bool | None:
         """Whether the node's SSH port answers with a banner (cheap, and exact to the second while it is down)."""
         try:
@@ -191,6 +221,11 @@ class ActionModule(ActionBase):
             return result
         gate = dict(options, allow_destructive=True) if dry_run else options
         refused = checks.not_permitted(chosen[0], gate, self._host)
+        api_host = str(args.get("k8s_api_host") or "localhost")
+        if not refused and args.get("scheduler") == "k8s" and api_host not in ("localhost", "127.0.0.1", "::1"):
+            refused = (f"fault drills read the Kubernetes API from the controller, where they keep timing while the "
+                       f"node is down; clustereval_k8s_api_host is {api_host}: run them with "
+                       "clustereval_k8s_api_host=localhost and kubectl with its KUBECONFIG on the controller")
         if refused:
             verdict = checks.Verdict("skip", refused, evidence={"not_permitted": True})
             items = [checks.make_result(c, self._host, verdict, run_id=self._run_id, artifacts=[],
@@ -239,9 +274,14 @@ class ActionModule(ActionBase):
             detect_limit_s=float(args.get("detect_limit_s", 600)),
             return_limit_s=return_limit if return_limit > 0 else None, dry_run=dry_run,
             job_timeout_s=float(args.get("job_timeout_s", 120)),
+            scheduler="k8s" if args.get("scheduler") == "k8s" else "slurm",
+            k8s_namespace=str(args.get("k8s_namespace") or "default"),
+            drain_timeout_s=float(args.get("drain_timeout_s", 300)),
             params={k: args.get(k) for k in ("poll_interval_s", "detect_limit_s", "return_limit_s") if k in args})
         if args.get("gpu_job_command"):
             settings.gpu_job_cmd = str(args["gpu_job_command"])
+        if args.get("k8s_gpu_image"):
+            settings.k8s_gpu_image = str(args["k8s_gpu_image"])
         return settings
 
     @staticmethod
@@ -259,9 +299,10 @@ class ActionModule(ActionBase):
         port = int(self._templar.template(self._vars.get("ansible_port") or 22))
         host, run_dir = self._host, self._run_dir
 
-        def applied(what: str, undo: str, detail: dict[str, Any]) -> str:
-            return journal.applied(run_dir, host, what, {"kind": "command", "cmd": undo}, destructive=True,
-                                   detail=detail)
+        def applied(what: str, undo: str, detail: dict[str, Any], on_controller: bool) -> str:
+            # A Kubernetes object (a cordon, a test pod) is undone from the controller, where kubectl runs.
+            return journal.applied(run_dir, "localhost" if on_controller else host, what,
+                                   {"kind": "command", "cmd": undo}, destructive=True, detail={**detail, "node": host})
 
         def restored(entry_id: str, outcome: str, detail: dict[str, Any]) -> None:
             journal.restored(run_dir, entry_id, outcome=outcome, detail=detail)

@@ -126,7 +126,9 @@ class FakeNode:
             raise runner.Unreachable("ssh: connect to host node2 port 22: Connection refused")
         clock = f"## clock t={self.now}\n"
         if "## clock" in cmd:
-            out = clock + f"## boot_id id=boot-{self.boot}\n## scontrol rc=0\n{self._scontrol()}\n"
+            out = clock + f"## boot_id id=boot-{self.boot}\n"
+            if "scontrol" in cmd:
+                out += f"## scontrol rc=0\n{self._scontrol()}\n"
             if "nvidia-smi -L" in cmd:
                 out += "## gpus rc=0\n" + "\n".join(GPU.format(i=i) for i in range(self.gpus)) + "\n"
             return 0, out, ""
@@ -158,6 +160,9 @@ class FakeNode:
     def reset(self) -> None:
         pass
 
+    def local(self, cmd: str, timeout_s: float) -> tuple[int, str, str]:
+        raise AssertionError(f"a Slurm drill runs nothing on the controller: {cmd}")
+
     def port_open(self) -> bool | None:
         return not self._down()
 
@@ -167,7 +172,7 @@ def drill(tmp_path, provider: Provider, kind: str = "inject", method: str = "kms
     path = str(tmp_path / "raw" / "node2" / f"fault-{kind}.jsonl")
     log = runner.DrillLog(path, node.clock)
 
-    def applied(what: str, undo: str, detail: dict[str, Any]) -> str:
+    def applied(what: str, undo: str, detail: dict[str, Any], on_controller: bool) -> str:
         node.journal.append(("applied", what, undo))
         return f"j{len(node.journal)}"
 
@@ -361,3 +366,90 @@ def test_every_step_is_valid_shell(method):
         assert subprocess.run(["sh", "-n", "-c", step]).returncode == 0, step
     assert commands.kmsg_line(79, "00000000:3B:00.0") == \
         "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, name=clustereval-drill, GPU has fallen off the bus."
+
+
+class FakeK8s(FakeNode):
+    """The same node under Kubernetes: the API server's view comes from kubectl on the controller."""
+
+    cordoned: bool = False
+    pods: int = 0
+
+    def _node(self, name: str) -> dict[str, Any]:
+        ready, conditions, taints, unschedulable = "True", [], [], False
+        if name == "node2":
+            since = self._since()
+            p = self.provider
+            if self.reboot_at is not None and self.reboot_at + 0.5 <= self.now < self.reboot_at + p.down_for + 1:
+                ready = "Unknown"
+                taints.append({"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"})
+            if self.kind == "inject" and since is not None and p.detect_after is not None and since >= p.detect_after \
+                    and not (p.resume_after is not None and since >= p.resume_after):
+                conditions.append({"type": "NvidiaGPUProblem", "status": "True", "reason": "XID79",
+                                   "message": "NVRM: Xid 79"})
+            unschedulable = self.cordoned
+        conditions.append({"type": "Ready", "status": ready, "reason": "KubeletReady" if ready == "True"
+                           else "NodeStatusUnknown"})
+        # a GPU pool's own dedication taint: there before the drill, so no finding
+        taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
+        return {"metadata": {"name": name, "labels": {}},
+                "spec": {"unschedulable": unschedulable, "taints": taints},
+                "status": {"conditions": conditions, "allocatable": {"nvidia.com/gpu": "8"},
+                           "nodeInfo": {"bootID": f"boot-{self.boot}" if name == "node2" else "boot-x"}}}
+
+    def local(self, cmd: str, timeout_s: float) -> tuple[int, str, str]:
+        self.now += 0.02
+        self._tick()
+        self._booted()
+        self.commands.append("local: " + cmd)
+        if "kubectl get nodes -o json" in cmd:
+            doc = {"apiVersion": "v1", "kind": "List", "items": [self._node(n) for n in NODES]}
+            return 0, "## kubectl rc=0\n" + json.dumps(doc) + "\n", ""
+        if cmd.startswith("kubectl cordon"):
+            self.cordoned = True
+            return 0, "node/node2 cordoned\n", ""
+        if cmd.startswith("kubectl drain"):
+            return 0, "node/node2 already cordoned\nnode/node2 drained\n", ""
+        if cmd.startswith("kubectl uncordon"):
+            self.cordoned = False
+            return 0, "node/node2 uncordoned\n", ""
+        if "kubectl create" in cmd:
+            self.pods += 1
+            return 0, "## job rc=0 phase=Succeeded\n" + GPU.format(i=0) + "\n", ""
+        return 0, "", ""
+
+    def _state(self) -> tuple[str, str | None]:
+        return "IDLE", None
+
+
+def k8s_drill(tmp_path, provider: Provider, kind: str):
+    node = FakeK8s(provider, kind=kind)
+    path = str(tmp_path / f"fault-{kind}.jsonl")
+    journal: list[tuple[str, bool]] = []
+    s = runner.Settings(kind=kind, target="node2", targets=["node2"], method="kmsg", poll_s=0.5, detect_limit_s=30,
+                        return_limit_s=60, job_every_s=1, scheduler="k8s")
+    d = runner.Drill(node, s, runner.DrillLog(path, node.clock),
+                     runner.Journal(lambda what, undo, detail, ctl: journal.append((undo, ctl)) or f"j{len(journal)}",
+                                    lambda *a: None), clock=node.clock, sleep=node.sleep)
+    d.run()
+    with open(path, encoding="utf-8") as fh:
+        return node, d, fh.read(), journal
+
+
+def test_k8s_reboot_cordons_drains_waits_for_a_new_boot_id_and_a_gpu_pod(tmp_path):
+    node, d, text, journal = k8s_drill(tmp_path, Provider(), "reboot")
+    assert d.end["reason"] == "complete", d.end
+    local = [c for c in node.commands if c.startswith("local: kubectl") and "get nodes" not in c]
+    assert [c.split()[2] for c in local[:3]] == ["cordon", "drain", "uncordon"] and node.pods >= 1
+    assert ("kubectl uncordon node2", True) in journal and not node.cordoned
+    result = judge(text, "fault.reboot.recovery")
+    assert result["status"] == "pass", result
+    assert list(result["evidence"]["timeline"]) == ["down", "ssh_back", "new_boot", "returned", "gpu_job"]
+
+
+def test_k8s_detection_by_a_node_condition_and_return(tmp_path):
+    _, d, text, _ = k8s_drill(tmp_path, Provider(), "inject")
+    assert d.end["reason"] == "complete", d.end
+    detection = judge(text, "fault.inject.detection")
+    assert detection["status"] == "pass" and "NvidiaGPUProblem" in detection["summary"], detection
+    assert judge(text, "fault.inject.return")["status"] == "pass"
+    assert judge(text, "fault.drill.bystanders")["status"] == "pass"  # the dedication taint is no finding

@@ -81,7 +81,7 @@ def _limit(ctx: Context, check_id: str) -> baselines.Limit:
 
 def _evidence(tl: timeline_mod.Timeline, **more: Any) -> dict[str, Any]:
     out = {"timeline": {name: stone.as_dict() for name, stone in tl.milestones.items()},
-           "baseline": {k: tl.baseline.get(k) for k in ("state", "boot_id", "slurmd_start", "gpus")},
+           "baseline": {k: tl.baseline.get(k) for k in ("state", "boot_id", "registration", "gpus")},
            "last_seen": tl.last, "end": {k: v for k, v in (tl.end or {}).items() if k != "plan"},
            "polls": tl.polls, "failed_polls": tl.failed_polls, "injection": tl.start.get("injection")}
     out.update(more)

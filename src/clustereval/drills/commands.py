@@ -8,6 +8,7 @@ never guesses.
 
 from __future__ import annotations
 
+import json
 import shlex
 
 # DCGM field ids (dcgm_fields.h): DCGM_FI_DEV_XID_ERRORS holds the last Xid a GPU raised.
@@ -156,3 +157,56 @@ def gpu_job(node: str, command: str, timeout_s: int) -> str:
     inner = command.replace("{node}", node)
     return (f"out=$(timeout {int(timeout_s)} sh -c {shlex.quote(inner)} 2>&1); rc=$?; "
             "printf '## job rc=%s\\n%s\\n' \"$rc\" \"$out\"")
+
+
+# ----------------------------------------------------------------------------------------- Kubernetes
+# Run on the controller with its kubectl and KUBECONFIG (clustereval_k8s_api_host=localhost).
+
+def kubectl_nodes() -> str:
+    """Every node as the API server sees it (conditions, taints, unschedulable, allocatable, nodeInfo.bootID)."""
+    return "out=$(kubectl get nodes -o json 2>&1); printf '## kubectl rc=%s\\n%s\\n' \"$?\" \"$out\""
+
+
+def cordon(node: str) -> str:
+    return f"kubectl cordon {shlex.quote(node)}"
+
+
+def uncordon(node: str) -> str:
+    return f"kubectl uncordon {shlex.quote(node)}"
+
+
+def drain(node: str, timeout_s: int) -> str:
+    """Evict the node's pods as a maintenance does (no --force: a pod no controller recreates stops the drill)."""
+    return f"kubectl drain {shlex.quote(node)} --ignore-daemonsets --delete-emptydir-data --timeout={int(timeout_s)}s"
+
+
+def pod_manifest(node: str, name: str, namespace: str, image: str) -> str:
+    """A pod bound to ``node`` asking for one GPU and running ``nvidia-smi -L``."""
+    return json.dumps({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {"app.kubernetes.io/managed-by": "clustereval", "clustereval/drill": "gpu-job"}},
+        "spec": {"nodeName": node, "restartPolicy": "Never",
+                 "containers": [{"name": "gpu", "image": image, "command": ["nvidia-smi", "-L"],
+                                 "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+    })
+
+
+def k8s_gpu_job(node: str, name: str, namespace: str, image: str, timeout_s: int) -> str:
+    """Create the pod, wait for it to end (at most ``timeout_s``), print its phase and logs, delete it."""
+    n, ns = shlex.quote(name), shlex.quote(namespace)
+    manifest = shlex.quote(pod_manifest(node, name, namespace, image))
+    return (f"printf '%s' {manifest} | kubectl create -n {ns} -f - >/dev/null 2>&1 || "
+            f"{{ echo '## job rc=1 phase=NotCreated'; exit 0; }}; "
+            f"end=$(( $(date +%s) + {int(timeout_s)} )); phase=; "
+            f"while [ \"$(date +%s)\" -lt \"$end\" ]; do "
+            f"phase=$(kubectl get pod {n} -n {ns} -o jsonpath='{{.status.phase}}' 2>/dev/null); "
+            "case \"$phase\" in Succeeded|Failed) break;; esac; sleep 1; done; "
+            f"out=$(kubectl logs {n} -n {ns} 2>&1); "
+            f"kubectl delete pod {n} -n {ns} --ignore-not-found --wait=false >/dev/null 2>&1; "
+            "rc=1; [ \"$phase\" = Succeeded ] && rc=0; "
+            "printf '## job rc=%s phase=%s\\n%s\\n' \"$rc\" \"$phase\" \"$out\"")
+
+
+def delete_pod(name: str, namespace: str) -> str:
+    return f"kubectl delete pod {shlex.quote(name)} -n {shlex.quote(namespace)} --ignore-not-found --wait=false"

@@ -33,6 +33,8 @@ class Link(Protocol):
 
     def port_open(self) -> bool | None: ...
 
+    def local(self, cmd: str, timeout_s: float) -> tuple[int, str, str]: ...
+
 
 @dataclass
 class Settings:
@@ -51,6 +53,9 @@ class Settings:
     job_every_s: float = 5.0
     dry_run: bool = False
     scheduler: str = "slurm"
+    k8s_namespace: str = "default"
+    k8s_gpu_image: str = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+    drain_timeout_s: float = 300.0
     params: dict[str, Any] = field(default_factory=dict)
 
 
@@ -80,9 +85,10 @@ class DrillLog:
 
 @dataclass
 class Journal:
-    """How the runner journals a change before it makes it, and closes the entry once restored."""
+    """How the runner journals a change before it makes it (``controller``: undone from the controller, a
+    Kubernetes object; else on the node), and closes the entry once restored."""
 
-    applied: Callable[[str, str, dict[str, Any]], str]
+    applied: Callable[[str, str, dict[str, Any], bool], str]
     restored: Callable[[str, str, dict[str, Any]], None]
 
 
@@ -93,14 +99,21 @@ class Drill:
         self.clock, self.sleep = clock, sleep
         self.t0: float | None = None
         self.method: str | None = None
-        self.pending: list[tuple[str, str]] = []  # (journal id, undo command) still applied
+        self.pending: list[tuple[str, str, bool]] = []  # (journal id, undo command, on the controller) applied
+        self.cordoned = False
         self.use_port_check = True
         self.end: dict[str, Any] = {}
         self.reachable = True
 
     # ------------------------------------------------------------------ steps
-    def _step(self, kind: str, step: str, cmd: str, timeout_s: float = POLL_TIMEOUT_S, **extra: Any) -> dict[str, Any]:
+    def _step(self, kind: str, step: str, cmd: str, timeout_s: float = POLL_TIMEOUT_S, local: bool = False,
+              **extra: Any) -> dict[str, Any]:
         sent = self.clock()
+        if local:  # on the controller (kubectl): never the node's reachability
+            rc, out, err = self.link.local(cmd, timeout_s)
+            return self.log.add({"kind": kind, "step": step, "sent": sent, "received": self.clock(), "ok": True,
+                                 "rc": rc, "stdout": out, "stderr": err[-2000:], "cmd": cmd, "where": "controller",
+                                 **extra})
         try:
             rc, out, err = self.link.run(cmd, timeout_s)
         except Unreachable as exc:
@@ -117,11 +130,28 @@ class Drill:
         return added
 
     def _poll(self, gpus: bool = False) -> dict[str, Any]:
+        """One observation: the node over SSH (its boot id, Slurm's view, GPUs) and, on Kubernetes, the API
+        server's view of every node from the controller, which also sees the node while it is down."""
+        sent = self.clock()
+        api = ""
+        if self.s.scheduler == "k8s":
+            rc, out, err = self.link.local(commands.kubectl_nodes(), POLL_TIMEOUT_S)
+            api = out if rc == 0 else f"## kubectl rc={rc}\n{err[-500:]}\n"
+        node_cmd = commands.poll(gpus=gpus, scheduler="slurm" if self.s.scheduler == "slurm" else "none")
         if not self.reachable and self.use_port_check and self.link.port_open() is False:
-            now = self.clock()
-            return self.log.add({"kind": "poll", "step": "poll", "sent": now, "received": now, "ok": False,
-                                 "error": "the SSH port does not answer"})
-        return self._step("poll", "poll", commands.poll(gpus=gpus, scheduler=self.s.scheduler))
+            entry: dict[str, Any] = {"ok": False, "error": "the SSH port does not answer"}
+        else:
+            try:
+                rc, out, err = self.link.run(node_cmd, POLL_TIMEOUT_S)
+                self.reachable = True
+                entry = {"ok": True, "rc": rc, "stdout": out, "stderr": err[-2000:]}
+            except Unreachable as exc:
+                self.reachable = False
+                self.link.reset()
+                entry = {"ok": False, "error": str(exc)[:500]}
+        if api:
+            entry["stdout"] = (entry.get("stdout") or "") + "\n" + api
+        return self.log.add({"kind": "poll", "step": "poll", "sent": sent, "received": self.clock(), **entry})
 
     def _finish(self, reason: str, **detail: Any) -> None:
         if not self.end:
@@ -159,12 +189,13 @@ class Drill:
             self.use_port_check = False  # reached through a proxy: only SSH itself can tell
         state = timeline._target_state(first, s.target)
         scheduler = (first["observed"].get("scheduler") or {})
-        if s.scheduler == "slurm" and scheduler.get("rc") != 0:
-            self._finish("no_scheduler", detail=f"scontrol did not answer on {s.target} (rc {scheduler.get('rc')}): "
+        tool = "kubectl on the controller" if s.scheduler == "k8s" else f"scontrol on {s.target}"
+        if scheduler.get("rc") != 0:
+            self._finish("no_scheduler", detail=f"{tool} did not answer (rc {scheduler.get('rc')}): "
                                                 f"{str(scheduler.get('output'))[-300:]}")
             return
-        if s.scheduler == "slurm" and (state is None or not state.get("usable")):
-            why = "is not known to Slurm" if state is None else \
+        if state is None or not state.get("usable"):
+            why = f"is not known to {'Kubernetes' if s.scheduler == 'k8s' else 'Slurm'}" if state is None else \
                 f"is {state.get('state')} ({state.get('reason') or 'no reason'})"
             self._finish("not_in_service", detail=f"{s.target} {why} before the drill; a drill needs a node in service")
             return
@@ -179,20 +210,52 @@ class Drill:
             self._dry_run(bus.get(s.gpu))
             return
         if s.kind == "reboot":
+            if s.scheduler == "k8s" and not self._cordon_and_drain():
+                return
             jid = self.journal.applied(f"reboot ({s.reboot_cmd})", "true",
                                        {"command": s.reboot_cmd, "note": "a reboot is not undone; it is "
-                                        "closed once the node is back"})
+                                        "closed once the node is back"}, False)
             step = self._step("step", "reboot", commands.reboot(s.reboot_cmd))
             # A node that goes down before the step has answered has rebooted: that is no failure.
             if step.get("ok") and step.get("rc") not in (0, None):
                 self.journal.restored(jid, "not applied", {"error": step.get("error") or step.get("stderr")})
                 self._finish("error", detail=f"the reboot command failed: {step.get('error') or step.get('stderr')}")
                 return
-            self.pending.append((jid, ""))
+            self.pending.append((jid, "", False))
             self._mark_fault(step)
         elif not self._inject(bus[s.gpu]):
             return
         self._observe()
+
+    def _cordon_and_drain(self) -> bool:
+        """Kubernetes: take the node out of service the way a maintenance does before its reboot (journaled:
+        uncordoned again once it is back, or by the restore)."""
+        s = self.s
+        undo = commands.uncordon(s.target)
+        jid = self.journal.applied(f"cordon and drain {s.target}", undo, {"command": commands.cordon(s.target)}, True)
+        self.pending.append((jid, undo, True))
+        self.cordoned = True
+        for step, cmd in (("cordon", commands.cordon(s.target)), ("drain", commands.drain(s.target,
+                                                                                            int(s.drain_timeout_s)))):
+            done = self._step("step", step, cmd, timeout_s=s.drain_timeout_s + 30, local=True)
+            if done.get("rc") != 0:
+                self._finish("error", detail=f"`{cmd}` failed (rc {done.get('rc')}): "
+                                             f"{(done.get('stderr') or done.get('stdout') or '').strip()[-300:]}")
+                return False
+        return True
+
+    def _uncordon_when_back(self, tl: timeline.Timeline) -> None:
+        """Kubernetes reboot: our cordon is lifted once the node is Ready again after its reboot."""
+        state = tl.last
+        if not self.cordoned or "new_boot" not in tl.milestones or state.get("state") == "not_ready":
+            return
+        for jid, undo, local in list(self.pending):
+            if local and undo == commands.uncordon(self.s.target):
+                step = self._step("step", "uncordon", undo, local=True)
+                if step.get("rc") == 0:
+                    self.journal.restored(jid, "restored", {"command": undo})
+                    self.pending.remove((jid, undo, local))
+                    self.cordoned = False
 
     def _mark_fault(self, step: dict[str, Any]) -> None:
         observed = step.get("observed") or {}
@@ -222,11 +285,11 @@ class Drill:
             what = f"Xid {s.xid} on GPU {s.gpu} ({bus_id}) by {method}"
             jid = self.journal.applied(what, undo, {"method": method, "command": cmd, "undo": undo,
                                                     "line": commands.kmsg_line(s.xid, bus_id) if method == "kmsg"
-                                                    else None, "bridge": bridge, "bridge_control": control})
+                                                    else None, "bridge": bridge, "bridge_control": control}, False)
             step = self._step("step", "inject", cmd, method=method)
             if step.get("ok") and step.get("rc") == 0:
                 self.method = method
-                self.pending.append((jid, undo))
+                self.pending.append((jid, undo, False))
                 self._mark_fault(step)
                 return True
             said = ((step.get("observed") or {}).get("said") or {}).get("dcgmi") or step.get("stderr") or \
@@ -285,27 +348,43 @@ class Drill:
             if now - self.t0 > limit:
                 self._finish("not_returned", detail=f"not back in service within {limit:g} s")
                 return
+            if s.scheduler == "k8s":
+                self._uncordon_when_back(tl)
             if "returned" in stones and self.reachable and now >= next_job:
-                self._step("job", "gpu_job", commands.gpu_job(s.target, s.gpu_job_cmd, int(s.job_timeout_s)),
-                           timeout_s=s.job_timeout_s + 30)
+                self._gpu_job()
                 next_job = self.clock() + s.job_every_s
                 continue
             started = self.clock()
             self._poll(gpus=s.method == "sbr" or "returned" in stones)
             self.sleep(max(0.0, s.poll_s - (self.clock() - started)))
 
+    def _gpu_job(self) -> None:
+        s = self.s
+        if s.scheduler != "k8s":
+            self._step("job", "gpu_job", commands.gpu_job(s.target, s.gpu_job_cmd, int(s.job_timeout_s)),
+                       timeout_s=s.job_timeout_s + 30)
+            return
+        name = f"clustereval-drill-{s.target}-{int(self.clock() * 1000) % 10**8}".lower()[:63]
+        undo = commands.delete_pod(name, s.k8s_namespace)
+        jid = self.journal.applied(f"GPU test pod {s.k8s_namespace}/{name} on {s.target}", undo,
+                                   {"image": s.k8s_gpu_image}, True)
+        self._step("job", "gpu_job", commands.k8s_gpu_job(s.target, name, s.k8s_namespace, s.k8s_gpu_image,
+                                                          int(s.job_timeout_s)), timeout_s=s.job_timeout_s + 60,
+                   local=True)
+        self.journal.restored(jid, "deleted", {"command": undo})
+
     def _restore(self) -> None:
-        for jid, undo in list(self.pending):
+        for jid, undo, local in list(self.pending):
             if not undo:  # a reboot: closed when the node came back
                 back = any(e.get("kind") == "poll" and e.get("ok") for e in self.log.entries[-3:])
                 if back and self.end.get("reason") == "complete":
                     self.journal.restored(jid, "back", {"note": "the node came back from its reboot"})
-                    self.pending.remove((jid, undo))
+                    self.pending.remove((jid, undo, local))
                 continue
-            step = self._step("step", "restore", undo, timeout_s=120)
+            step = self._step("step", "restore", undo, timeout_s=120, local=local)
             if step.get("ok") and step.get("rc") == 0:
                 self.journal.restored(jid, "restored", {"command": undo})
-                self.pending.remove((jid, undo))
+                self.pending.remove((jid, undo, local))
             else:
                 self.end.setdefault("not_restored", []).append(
                     {"journal_id": jid, "command": undo, "error": step.get("error") or step.get("stderr")})

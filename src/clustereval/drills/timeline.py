@@ -117,33 +117,33 @@ def build(parsed: dict[str, Any]) -> Timeline:
     went_down = False
     for entry in after:
         observed = entry.get("observed") or {}
-        if not _ok(entry):
+        if not _ok(entry):  # SSH did not answer; a scheduler read from the controller (Kubernetes) still counts
             if "down" not in milestones:
                 mark("down", entry, previous_sent, error=str(entry.get("error") or "")[:200])
                 went_down = True
             if kind == "inject":
                 mark("detected", entry, previous_sent, state="not answering",
                      reason="the node went down (rebooted or powered off by the provider)")
-            previous_sent = float(entry["sent"])
-            continue
-        if went_down and "ssh_back" not in milestones:
-            mark("ssh_back", entry, previous_sent)
-        boot = observed.get("boot_id")
-        if boot and baseline.get("boot_id") and boot != baseline["boot_id"]:
-            mark("new_boot", entry, previous_sent, boot_id=boot)
+        else:
+            if went_down and "ssh_back" not in milestones:
+                mark("ssh_back", entry, previous_sent)
+            boot = observed.get("boot_id")
+            if boot and baseline.get("boot_id") and boot != baseline["boot_id"]:
+                mark("new_boot", entry, previous_sent, boot_id=boot)
+            gpus = observed.get("gpus")
+            if _gpus_listed(gpus):
+                last["gpus"] = gpus.get("count")
         state = _target_state(entry, target)
         if state is not None:
-            last = {"state": state.get("state"), "reason": state.get("reason"), "usable": state.get("usable")}
-            if kind == "inject" and not state.get("usable"):
-                mark("detected", entry, previous_sent, state=state.get("state"), reason=state.get("reason"))
-            restarted = (state.get("slurmd_start") or None) != (baseline.get("slurmd_start") or None)
+            usable, why = usable_now(state, (baseline.get("taints") or {}).get(target))
+            last.update(state=state.get("state"), reason=why, usable=usable)
+            if kind == "inject" and not usable:
+                mark("detected", entry, previous_sent, state=state.get("state"), reason=why)
+            restarted = (state.get("registration") or None) != (baseline.get("registration") or None)
             back_ready = ("detected" in milestones) if kind == "inject" else ("new_boot" in milestones and restarted)
-            if back_ready and state.get("usable") and "returned" not in milestones:
+            if back_ready and usable and "returned" not in milestones:
                 mark("returned", entry, previous_sent, state=state.get("state"))
             _others(entry, target, targets, baseline, bystanders, replacements, t0)
-        gpus = observed.get("gpus")
-        if _gpus_listed(gpus):
-            last["gpus"] = gpus.get("count")
         previous_sent = float(entry["sent"])
     job_lo = milestones["returned"].at if "returned" in milestones else t0
     for entry in entries:
@@ -155,6 +155,16 @@ def build(parsed: dict[str, Any]) -> Timeline:
             break
     return Timeline(kind, target, t0, start, baseline, milestones, bystanders, replacements, last,
                     parsed.get("end"), len(polls), sum(1 for e in polls if not e.get("ok")))
+
+
+def usable_now(state: dict[str, Any], taints_before: list[str] | None) -> tuple[bool, str | None]:
+    """Whether a node is in service now, and why not: the scheduler's verdict, and no blocking taint it did not
+    have before the drill (Kubernetes)."""
+    new = sorted(set(state.get("taints") or []) - set(taints_before or []))
+    reason = state.get("reason")
+    if new:
+        reason = "; ".join([r for r in (reason,) if r] + [f"tainted {', '.join(new)}"])
+    return bool(state.get("usable")) and not new, reason
 
 
 def _gpus_listed(gpus: dict[str, Any] | None) -> bool:
@@ -177,6 +187,8 @@ def _baseline(entry: dict[str, Any] | None, target: str, before: list[dict[str, 
     nodes = ((observed.get("scheduler") or {}).get("nodes") or {})
     gpus = next((e["observed"]["gpus"] for e in reversed(before) if _gpus_listed(e["observed"].get("gpus"))), None)
     return {"boot_id": observed.get("boot_id"), "slurmd_start": state.get("slurmd_start"),
+            "registration": state.get("registration"),
+            "taints": {n: s.get("taints") or [] for n, s in nodes.items()},
             "state": state.get("state"), "reason": state.get("reason"), "usable": state.get("usable"),
             "known": bool(state), "gpus": gpus.get("count") if gpus else None,
             "usable_nodes": sorted(n for n, s in nodes.items() if s.get("usable")),
@@ -191,8 +203,9 @@ def _others(entry: dict[str, Any], target: str, targets: set[str], baseline: dic
     for name, state in nodes.items():
         if name == target or name in targets:
             continue
-        if name in usable_before and not state.get("usable") and name not in bystanders:
-            bystanders[name] = {"state": state.get("state"), "reason": state.get("reason"),
+        usable, why = usable_now(state, (baseline.get("taints") or {}).get(name))
+        if name in usable_before and not usable and name not in bystanders:
+            bystanders[name] = {"state": state.get("state"), "reason": why,
                                 "seen_after_s": round(float(entry["received"]) - t0, 3)}
-        if name in unusable_before and state.get("usable") and name not in replacements:
+        if name in unusable_before and usable and name not in replacements:
             replacements.append(name)

@@ -8,7 +8,9 @@ Sub-formats (``format``):
 * ``capacity`` - ``... | jq .status.capacity`` (or ``.allocatable``);
 * ``text`` - ``kubectl get nodes`` / ``-o wide`` table.
 
-Each node: ``name``, ``status`` (``Ready``/``NotReady``/``Unknown``), ``ready``, ``schedulable``,
+Each node: ``name``, ``status`` (``Ready``/``NotReady``/``Unknown``), ``ready``, ``ready_reason``, ``schedulable``,
+``problems`` (the other conditions whose status is True: a pressure, a node-problem-detector finding), ``boot_id``
+(``nodeInfo.bootID``),
 ``roles``, ``version``, ``capacity_gpus`` / ``allocatable_gpus`` (``nvidia.com/gpu`` or
 ``amd.com/gpu``), ``capacity``/``allocatable`` (raw quantities), and the NVIDIA GPU Feature Discovery
 facts when labels are present (``gpu_product``, ``gpu_count``, ``gpu_memory_mib``, ``gpu_replicas``,
@@ -77,11 +79,15 @@ def _node_from_object(obj: dict[str, Any]) -> dict[str, Any]:
     status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
     labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
-    ready = None
+    ready, problems, ready_reason = None, [], None
     conditions = status.get("conditions")
     for cond in conditions if isinstance(conditions, list) else []:
         if isinstance(cond, dict) and cond.get("type") == "Ready":
             ready = {"True": "Ready", "False": "NotReady"}.get(str(cond.get("status")), "Unknown")
+            ready_reason = cond.get("reason")
+        elif isinstance(cond, dict) and str(cond.get("status")) == "True":
+            # Every other condition (the kubelet's pressures, node-problem-detector's) is True on a problem.
+            problems.append({k: cond.get(k) for k in ("type", "reason", "message")})
     roles = sorted(k.split("/", 1)[1] for k in labels if str(k).startswith("node-role.kubernetes.io/"))
     info = status.get("nodeInfo") if isinstance(status.get("nodeInfo"), dict) else {}
     taints = spec.get("taints")
@@ -94,7 +100,7 @@ def _node_from_object(obj: dict[str, Any]) -> dict[str, Any]:
         "capacity_gpus": _gpu_count(status.get("capacity")),
         "allocatable_gpus": _gpu_count(status.get("allocatable")),
         "taints": [t for t in taints if isinstance(t, dict)] if isinstance(taints, list) else [],
-        "labels": labels,
+        "labels": labels, "boot_id": info.get("bootID"), "problems": problems, "ready_reason": ready_reason,
     }
     node.update(_label_facts(labels))
     return node

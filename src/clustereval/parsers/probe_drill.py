@@ -2,7 +2,8 @@
 
 * ``probe-drill-step`` — what one drill step printed on a node: ``## kind key=value`` sections
   (``drills/commands.py``): ``clock`` and ``fault`` (``t``: the node's clock), ``boot_id`` (``id``),
-  ``scontrol`` (``rc``, then ``scontrol -o show node`` lines, parsed with the Slurm parser), ``gpus``
+  ``scontrol`` (``rc``, then ``scontrol -o show node`` lines, parsed with the Slurm parser), ``kubectl`` (``rc``,
+  then ``kubectl get nodes -o json``, parsed with the kubectl-nodes parser), ``gpus``
   (``rc``, then ``nvidia-smi -L``), ``gpu_bus`` (``index, pci.bus_id`` rows), ``job`` (``rc`` and the job's
   output), ``ready`` / ``unavailable`` (``why``), ``dcgmi`` / ``kmsg`` / ``restored`` (``rc``).
 * ``fault-drill-log`` — the drill's log, ``raw/<host>/fault-<drill>.jsonl``: one JSON object per line
@@ -20,6 +21,7 @@ from typing import Any
 from clustereval.parsers import register
 from clustereval.parsers._common import clean, result
 from clustereval.parsers.errors import ParseError
+from clustereval.parsers.kubectl_nodes import parse as parse_kubectl_nodes
 from clustereval.parsers.probe_sections import sections
 from clustereval.parsers.slurm import parse as parse_slurm
 
@@ -56,7 +58,41 @@ def _scheduler_nodes(body: list[str]) -> tuple[dict[str, dict[str, Any]], list[s
                                "drain": bool(node.get("drain")), "down": bool(node.get("down")),
                                "not_responding": bool(node.get("not_responding")), "usable": usable,
                                "reason": node.get("reason"), "reason_time": node.get("reason_time"),
-                               "slurmd_start": fields.get("SlurmdStartTime"), "boot_time": node.get("boot_time")}
+                               "slurmd_start": fields.get("SlurmdStartTime"), "boot_time": node.get("boot_time"),
+                               "registration": fields.get("SlurmdStartTime"), "taints": []}
+    return nodes, list(parsed.get("warnings") or [])
+
+
+_BLOCKING = ("NoSchedule", "NoExecute")
+
+
+def _k8s_nodes(body: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """``kubectl get nodes -o json`` as the scheduler's view: a node is usable when Ready, schedulable, free of
+    problem conditions and with GPUs allocatable; its blocking taints are listed (the timeline ignores those
+    it had before the drill: a GPU pool's own dedication taint is no finding)."""
+    try:
+        parsed = parse_kubectl_nodes("\n".join(body))
+    except ParseError as exc:
+        return {}, [f"kubectl output not understood: {exc}"]
+    nodes = {}
+    for node in parsed.get("nodes", []):
+        taints = sorted(f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in node.get("taints") or []
+                        if t.get("effect") in _BLOCKING)
+        gpus = node.get("allocatable_gpus")
+        usable = bool(node.get("ready")) and bool(node.get("schedulable")) and not node.get("problems") and \
+            (gpus is None or gpus > 0)
+        reasons = [f"{p.get('type')}: {p.get('reason') or ''} {p.get('message') or ''}".strip()
+                   for p in node.get("problems") or []]
+        if not node.get("ready"):
+            reasons.insert(0, f"{node.get('status') or 'not Ready'} ({node.get('ready_reason') or 'no reason'})")
+        if not node.get("schedulable"):
+            reasons.append("cordoned")
+        nodes[str(node.get("name"))] = {
+            "state": "ready" if usable else ("not_ready" if not node.get("ready") else
+                                             "cordoned" if not node.get("schedulable") else "degraded"),
+            "drain": not node.get("schedulable"), "down": not node.get("ready"), "not_responding": False,
+            "usable": usable, "reason": "; ".join(reasons) or None, "taints": taints, "gpus": gpus,
+            "registration": node.get("boot_id"), "slurmd_start": None}
     return nodes, list(parsed.get("warnings") or [])
 
 
@@ -77,6 +113,11 @@ def parse_step(text: str) -> dict[str, Any]:
         elif kind == "scontrol":
             nodes, more = _scheduler_nodes(body) if _int(sec.get("rc")) == 0 else ({}, [])
             out["scheduler"] = {"kind": "slurm", "rc": _int(sec.get("rc")), "missing": sec.get("missing") == "yes",
+                                "nodes": nodes, "output": "\n".join(body)[-2000:]}
+            warnings += more
+        elif kind == "kubectl":
+            nodes, more = _k8s_nodes(body) if _int(sec.get("rc")) == 0 else ({}, [])
+            out["scheduler"] = {"kind": "k8s", "rc": _int(sec.get("rc")), "missing": sec.get("missing") == "yes",
                                 "nodes": nodes, "output": "\n".join(body)[-2000:]}
             warnings += more
         elif kind == "gpus":
