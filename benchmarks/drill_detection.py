@@ -28,10 +28,10 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
-def one_drill(work: Path, interval: float, poll: float, method: str) -> dict:
+def one_drill(work: Path, interval: int, poll: float, method: str) -> dict:
     profile = work / f"interval-{interval:g}.yml"
     profile.write_text(yaml.safe_dump({"extends": "fault-drills", "cluster": {"provider": {
-        "health_check": {"mode": "drain", "interval_s": interval}, "remediation": {"mode": "none"}}}}))
+        "health_check": {"mode": "drain", "interval_s": int(interval)}, "remediation": {"mode": "none"}}}}))
     sim, run_dir = work / f"sim-{interval:g}", work / f"run-{interval:g}"
     cluster.up(sim, 2, str(profile))
     try:
@@ -72,7 +72,7 @@ def main() -> int:
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="drill-bench-") as tmp:
-        for interval in (float(v) for v in args.intervals.split(",")):
+        for interval in (int(v) for v in args.intervals.split(",")):
             rows.append(one_drill(Path(tmp), interval, args.poll, args.method))
             print(json.dumps(rows[-1]), flush=True)
     errors = [abs(r["error_s"]) for r in rows]
