@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from clustereval.sim import netfaults, overlays, pcisysfs, sharedfs
+from clustereval.sim.overlays import k8s as k8s_overlay
 from clustereval.sim.profile import load_profile, node_names, node_settings, provider_settings, render_node
 
 SHIM_SOURCES = Path(__file__).resolve().parent / "shims"
@@ -161,6 +162,7 @@ def _paths(directory: Path) -> dict[str, Path]:
         "dev": directory / "dev",
         "shared": directory / "shared",
         "storage": directory / "storage",
+        "k8s": directory / "k8s",  # live nodes and pods of the Kubernetes API, kubectl for the host (k8s/bin)
     }
 
 
@@ -598,7 +600,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     down(directory)
     prof = load_profile(profile)
     p = _paths(directory)
-    for stale in ("slurm", "munge", "nodes", "shims", "shared", "storage"):
+    for stale in ("slurm", "munge", "nodes", "shims", "shared", "storage", "k8s"):
         shutil.rmtree(p[stale], ignore_errors=True)
     for sub in ("state", "spool", "log", "run"):
         (p["slurm"] / sub).mkdir(parents=True, exist_ok=True)
@@ -783,6 +785,8 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
                 env=env,
                 capture_output=True,
             )
+    if any((n["settings"].get("k8s") or {}).get("enabled") for n in node_list):
+        kubectl_env(directory)  # D/k8s/bin: kubectl and helm for the host
     start_power_daemon(directory, state)
     _wait_ready(directory, state, node_list)
     for name in sshd_procs:
@@ -1028,6 +1032,31 @@ def down(directory: str | Path) -> dict[str, Any]:
     return {"directory": str(directory), "stopped": stopped}
 
 
+K8S_API_HOST = "node1"  # whose kubeconfig (API file) the host's kubectl uses, as the audit's clustereval_k8s_api_host
+
+
+def kubectl_env(directory: str | Path, api_host: str = K8S_API_HOST) -> dict[str, str]:
+    """What a process on the host (the controller) needs to run the cluster's ``kubectl``: ``PATH`` with
+    ``D/k8s/bin`` first (holding only ``kubectl`` and ``helm``, links to ``D/shims/kubectl`` and ``D/shims/helm``,
+    so no other shim shadows a host tool) and ``CLUSTEREVAL_SIM_K8S_API``, the API host node's API file
+    (``D/nodes/node1/overlay/etc/clustereval-sim-k8s/api.json``). Returns just those two variables: merge them over
+    ``os.environ`` (``{**os.environ, **kubectl_env(D)}``). Raises SimError on a cluster without Kubernetes."""
+    directory = Path(directory).resolve()
+    api = _paths(directory)["nodes"] / api_host / "overlay" / k8s_overlay.API_DIR.lstrip("/") / "api.json"
+    if not api.exists():
+        raise SimError(f"no Kubernetes API in {directory} (node {api_host} has no {api.name}): bring the cluster up "
+                       "with a profile that sets cluster: {k8s: {enabled: true}}, e.g. k8s-reference")
+    bin_dir = directory / "k8s" / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for tool in k8s_overlay.SHIMS:
+        link = bin_dir / tool
+        if not link.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                link.unlink()
+            link.symlink_to(_paths(directory)["shims"] / tool)
+    return {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}", "CLUSTEREVAL_SIM_K8S_API": str(api)}
+
+
 def status(directory: str | Path) -> dict[str, Any]:
     """Per node: address, whether its sshd and slurmd run, and its Slurm state; plus the controller's."""
     directory = Path(directory).resolve()
@@ -1069,7 +1098,17 @@ def status(directory: str | Path) -> dict[str, Any]:
         "nodes": nodes,
         "shared_fs": {**state.get("shared_fs", {}), "server_alive": alive("sshd:storage")}
         if state.get("shared_fs") else None,
+        # kubectl on the host: {**os.environ, **kubectl_env(D)} (PATH with D/k8s/bin, CLUSTEREVAL_SIM_K8S_API)
+        "kubectl": _kubectl_status(directory),
     }
+
+
+def _kubectl_status(directory: Path) -> dict[str, str] | None:
+    try:
+        env = kubectl_env(directory)
+    except SimError:
+        return None
+    return {"path_prepend": env["PATH"].split(":", 1)[0], "CLUSTEREVAL_SIM_K8S_API": env["CLUSTEREVAL_SIM_K8S_API"]}
 
 
 def kill_node_sshd(directory: str | Path, node_name: str) -> list[int]:

@@ -17,6 +17,8 @@
   50 ms; once bit 0x40 is seen set, the GPUs below that bridge fall off the bus: the driver's Xid 79 lines go
   to the kernel log and the GPUs are recorded lost in ``/sim/run/runtime.json`` (the shims read it) until the
   next boot.
+* **Kubernetes** (clusters with ``k8s: {enabled: true}``): the kubelets (node status, pods), the node lifecycle
+  controller and the provider's GPU health agent (``provider.k8s``), in :mod:`clustereval.sim.k8s_provider`.
 * **remediation**: every second it reads ``sinfo``; a node drained for ``remediation.after_s`` is rebooted
   and resumed (``reboot``) or just resumed (``resume``); a drain elsewhere resumes the spare node.
 
@@ -38,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clustereval.sim import cluster, pcisysfs
+from clustereval.sim import cluster, k8s_provider, pcisysfs
 
 POLL_S = 0.05
 SLURM_POLL_S = 1.0
@@ -79,6 +81,7 @@ class Node:
         self.lock = threading.Lock()  # one power transition at a time
         self.busy = False
         self.powered = True
+        self.kubelet_up = True  # started with the node's slurmd (reboot.slurmd_s after its sshd)
         self.lost: set[int] = set()
         self.sbr_active: set[str] = set()
         self.load_boot()
@@ -176,6 +179,7 @@ class Node:
             if action in ACTIONS and self.powered:
                 if self.bmc.stop.wait(timing["shutdown_s"]):
                     return
+                self.kubelet_up = False
                 killed = self.bmc.kill_node(self.name)
                 self.powered = False
                 self.event("down", action=action, processes=len(killed))
@@ -194,6 +198,7 @@ class Node:
                 return
             before = self.bmc.slurmd_start_time(self.name)
             pid = self.bmc.start_slurmd(self, sshd)
+            self.kubelet_up = True
             registered = cluster._wait(lambda: self.bmc.slurmd_start_time(self.name) not in (None, before), 30, 0.2)
             self.event("slurmd_up", pid=pid, registered=registered,
                        slurmd_start_time=self.bmc.slurmd_start_time(self.name))
@@ -388,7 +393,11 @@ class Bmc:
     def run(self) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, lambda *_: self.stop.set())
-        loops = [threading.Thread(target=f, daemon=True) for f in (self.watch_kmsg, self.poll, self.watch_slurm)]
+        work = [self.watch_kmsg, self.poll, self.watch_slurm]
+        if k8s_provider.enabled(self):  # the kubelets, node lifecycle controller and health agent
+            k8s_provider.initial_problems(self.directory, self)
+            work.append(k8s_provider.Kubernetes(self).run)
+        loops = [threading.Thread(target=f, daemon=True) for f in work]
         for thread in loops:
             thread.start()
         (self.directory / "power.ready").write_text(str(os.getpid()))

@@ -170,6 +170,12 @@ def load_profile(name_or_path: str | Path) -> dict[str, Any]:
         normalised[name] = override
     cluster = data["cluster"]
     check_provider(f"profile {path}: cluster.provider", cluster.get("provider"), node_level=False)
+    wants_k8s = [f"nodes.{n}.provider.k8s" for n, o in normalised.items() if (o.get("provider") or {}).get("k8s")]
+    if (cluster.get("provider") or {}).get("k8s"):
+        wants_k8s.insert(0, "cluster.provider.k8s")
+    if wants_k8s and not (cluster.get("k8s") or {}).get("enabled"):
+        raise ProfileError(f"profile {path}: {wants_k8s[0]} needs the simulated Kubernetes API "
+                           "(cluster: {k8s: {enabled: true}}, e.g. extends: k8s-reference)")
     return {
         "name": str(cluster.get("name") or path.stem),
         "path": str(path),
@@ -478,8 +484,11 @@ def node_names(count: int) -> list[str]:
 # ``health_check.interval_s``: slurm.conf has one HealthCheckInterval for the whole cluster.
 HEALTH_CHECK_MODES = ("drain", "none", "times_out", "exit_1")
 REMEDIATION_MODES = ("none", "reboot", "resume")
-PROVIDER_KEYS = {"health_check", "remediation", "reboot", "dcgm_injection"}
+PROVIDER_KEYS = {"health_check", "remediation", "reboot", "dcgm_injection", "k8s"}
+K8S_DETECTORS = ("condition", "taint", "cordon", "none")
+K8S_REMEDIATIONS = ("none", "reboot")
 PROVIDER_SUBKEYS = {
+    "k8s": {"detector", "interval_s", "condition", "taint", "remediation", "after_s"},
     "health_check": {"mode", "interval_s", "drain_xids", "after_s", "timeout_s", "from_s"},
     "remediation": {"mode", "after_s", "spare"},
     "reboot": {"shutdown_s", "down_s", "slurmd_s"},
@@ -543,6 +552,20 @@ def check_provider(where: str, value: Any, node_level: bool) -> None:
             raise ProfileError(f"{where}.remediation.spare is cluster-wide only (the provider's spare pool)")
         if not isinstance(rem["spare"], str) or not re.fullmatch(r"node\d+", rem["spare"]):
             raise ProfileError(f"{where}.remediation.spare must be a node name like node5")
+    k8s = value.get("k8s") or {}
+    if "detector" in k8s and k8s["detector"] not in K8S_DETECTORS:
+        raise ProfileError(f"{where}.k8s.detector must be one of {list(K8S_DETECTORS)}")
+    if "remediation" in k8s and k8s["remediation"] not in K8S_REMEDIATIONS:
+        raise ProfileError(f"{where}.k8s.remediation must be one of {list(K8S_REMEDIATIONS)}")
+    if "interval_s" in k8s and k8s["interval_s"] <= 0:
+        raise ProfileError(f"{where}.k8s.interval_s must be a positive number of seconds")
+    if "condition" in k8s and not (isinstance(k8s["condition"], str)
+                                   and re.fullmatch(r"[A-Z][A-Za-z0-9]*", k8s["condition"])):
+        raise ProfileError(f"{where}.k8s.condition must be a node condition type in CamelCase, e.g. NvidiaGPUProblem")
+    if "taint" in k8s and not (isinstance(k8s["taint"], str) and re.fullmatch(
+            r"[A-Za-z0-9][-A-Za-z0-9_./]*(=[-A-Za-z0-9_.]*)?:(NoSchedule|PreferNoSchedule|NoExecute)", k8s["taint"])):
+        raise ProfileError(f"{where}.k8s.taint must be key[=value]:Effect with Effect NoSchedule, PreferNoSchedule "
+                           "or NoExecute")
     if "dcgm_injection" in value and not isinstance(value["dcgm_injection"], bool):
         raise ProfileError(f"{where}.dcgm_injection must be true or false")
 
@@ -554,6 +577,7 @@ def provider_settings(profile: dict[str, Any], node: str) -> dict[str, Any]:
     hc = raw.get("health_check") or {}
     rem = raw.get("remediation") or {}
     boot = raw.get("reboot") or {}
+    k8s = raw.get("k8s") or {}
     return {
         "configured": "provider" in profile["cluster"] or "provider" in profile["nodes"].get(node, {}),
         "health_check": {
@@ -576,4 +600,13 @@ def provider_settings(profile: dict[str, Any], node: str) -> dict[str, Any]:
             "slurmd_s": float(boot.get("slurmd_s", 1)),
         },
         "dcgm_injection": bool(raw.get("dcgm_injection", True)),
+        # the provider's Kubernetes node health agent (sim/k8s_provider.py); only with k8s enabled
+        "k8s": {
+            "detector": k8s.get("detector", "none"),
+            "interval_s": float(k8s.get("interval_s", 5)),
+            "condition": str(k8s.get("condition", "NvidiaGPUProblem")),
+            "taint": str(k8s.get("taint", "nvidia.com/gpu-unhealthy=true:NoSchedule")),
+            "remediation": k8s.get("remediation", "none"),
+            "after_s": float(k8s.get("after_s", 30)),
+        },
     }

@@ -57,6 +57,12 @@ import re
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+try:  # the live nodes and pods of a simulated cluster (a module next to this one in <cluster>/shims)
+    import k8s_live
+except ImportError:  # a lone copy of this script: the API file only
+    k8s_live = None
+
 API_FILE = "/etc/clustereval-sim-k8s/api.json"
 NODE_FILE = "overlay/etc/clustereval-sim-k8s/node.json"
 CLIENT_VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.4",
@@ -140,17 +146,29 @@ def state_lock():
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def sim_node_records(api):
+def cluster_dir():
+    """The simulated cluster this shim was installed into (``<cluster dir>/shims/kubectl``)."""
+    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def live_doc():
+    return k8s_live.load(cluster_dir()) if k8s_live else {"nodes": {}, "pods": []}
+
+
+def sim_node_records(api, live=None):
     """Node records (``{"object": Node, "not_ready": [workload names]}``) of the API file and of every
-    node of the simulated cluster this shim was installed into."""
+    node of the simulated cluster this shim was installed into, each Node as it is now (cordon, taints,
+    conditions, boot id, healthy GPUs: ``k8s_live``)."""
     records = list(api.get("nodes") or [])
-    cluster_dir = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    for path in sorted(glob.glob(os.path.join(cluster_dir, "nodes", "*", NODE_FILE))):
+    for path in sorted(glob.glob(os.path.join(cluster_dir(), "nodes", "*", NODE_FILE))):
         try:
             with open(path) as fh:
                 records.append(json.load(fh))
         except (OSError, ValueError):
             continue
+    if k8s_live:
+        live = live_doc() if live is None else live
+        records = [dict(r, object=k8s_live.live_node(cluster_dir(), r["object"], live)) for r in records]
     return records
 
 
@@ -181,7 +199,12 @@ def daemonset_status(api, ds, records):
 
 def objects_of(api, resource, records):
     key = resource["name"] + ("." + resource["group"] if resource["group"] else "")
-    items = [r["object"] for r in records] if key == "nodes" else list((api.get("objects") or {}).get(key) or [])
+    if key == "nodes":
+        items = [r["object"] for r in records]
+    elif key == "pods":
+        items = list((api.get("objects") or {}).get(key) or []) + list(live_doc().get("pods") or [])
+    else:
+        items = list((api.get("objects") or {}).get(key) or [])
     out = []
     for obj in items:
         obj = dict(obj)
@@ -249,8 +272,13 @@ def tabwriter(rows, padding=3, minwidth=6):
 
 VALUE_FLAGS = {"-o": "output", "--output": "output", "-n": "namespace", "--namespace": "namespace",
                "--field-selector": "field_selector", "-l": "selector", "--selector": "selector",
-               "-f": "filename", "--filename": "filename", "--timeout": "timeout"}
-BOOL_FLAGS = {"--ignore-not-found": "ignore_not_found", "--wait": "wait"}
+               "-f": "filename", "--filename": "filename", "--timeout": "timeout", "--grace-period": "grace_period",
+               "-c": "container", "--container": "container", "--tail": "tail", "--pod-selector": "pod_selector",
+               "--skip-wait-for-delete-timeout": "skip_wait", "--chunk-size": "chunk_size"}
+BOOL_FLAGS = {"--ignore-not-found": "ignore_not_found", "--wait": "wait", "--ignore-daemonsets": "ignore_daemonsets",
+              "--delete-emptydir-data": "delete_emptydir_data", "--delete-local-data": "delete_emptydir_data",
+              "--force": "force", "--disable-eviction": "disable_eviction", "--now": "now", "--overwrite": "overwrite",
+              "--timestamps": "timestamps"}
 
 
 def _bool(value):
@@ -263,7 +291,10 @@ def _bool(value):
 
 def parse_flags(args):
     flags = {"all_namespaces": False, "namespace": None, "output": None, "field_selector": None, "selector": None,
-             "filename": None, "timeout": None, "ignore_not_found": False, "wait": True}
+             "filename": None, "timeout": None, "ignore_not_found": False, "wait": True, "grace_period": None,
+             "container": None, "tail": None, "pod_selector": None, "skip_wait": None, "chunk_size": None,
+             "ignore_daemonsets": False, "delete_emptydir_data": False, "force": False, "disable_eviction": False,
+             "now": False, "overwrite": False, "timestamps": False}
     positional = []
     i = 0
     while i < len(args):
@@ -282,7 +313,7 @@ def parse_flags(args):
             i += 1
         elif eq and name in VALUE_FLAGS:
             flags[VALUE_FLAGS[name]] = value
-        elif a.startswith(("-o", "-n", "-l", "-f")) and len(a) > 2 and not a.startswith("--"):
+        elif a.startswith(("-o", "-n", "-l", "-f", "-c")) and len(a) > 2 and not a.startswith("--"):
             flags[VALUE_FLAGS[a[:2]]] = a[2:].lstrip("=")
         elif a.startswith("-") and a != "-":
             raise KubectlError("error: unknown flag: {}\nSee 'kubectl {} --help' for usage.".format(
@@ -312,6 +343,8 @@ def label_selector(text):
 
 
 FIELD_LABELS = {"metadata.name", "metadata.namespace"}
+POD_FIELD_LABELS = {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+                    "status.phase", "status.podIP", "status.nominatedNodeName"}
 EVENT_FIELD_LABELS = {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
                       "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
                       "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"}
@@ -323,12 +356,16 @@ def _field(obj, path):
         value = value.get(key) if isinstance(value, dict) else None
     if path == "source" and isinstance(value, dict):
         value = value.get("component")
+    if isinstance(value, bool) or path == "spec.unschedulable":
+        return "true" if value else "false"
     return "" if value is None else str(value)
 
 
 def field_selector(text, resource):
     reqs = []
-    allowed = FIELD_LABELS | (EVENT_FIELD_LABELS if resource["kind"] == "Event" else set())
+    allowed = FIELD_LABELS | (EVENT_FIELD_LABELS if resource["kind"] == "Event" else set()) | (
+        POD_FIELD_LABELS if resource["kind"] == "Pod" else set()) | (
+        {"spec.unschedulable"} if resource["kind"] == "Node" else set())
     for part in [p for p in (text or "").split(",") if p]:
         m = re.fullmatch(r"([A-Za-z.]+)(==|=|!=)(.*)", part)
         if not m or m.group(1) not in allowed:
@@ -632,24 +669,234 @@ def persistent_volume(api, claim, cls, volume, storage):
     return pv
 
 
+# ----------------------------------------------------------------------------------------- YAML manifests
+
+def _strip_comment(text):
+    quote = None
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#" and (i == 0 or text[i - 1] in " \t"):
+            return text[:i].rstrip()
+    return text.rstrip()
+
+
+def _entry_colon(text):
+    """Index of the ``:`` that ends a mapping key (followed by a space or the end), or -1."""
+    quote, depth = None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'" and (i == 0 or text[i - 1] in " [{,:"):
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == ":" and depth == 0 and (i + 1 == len(text) or text[i + 1] in " \t"):
+            return i
+    return -1
+
+
+def _flow(text, pos=0):
+    """A flow collection or scalar at ``pos``: (value, next position)."""
+    while pos < len(text) and text[pos] in " \t":
+        pos += 1
+    if pos < len(text) and text[pos] in "[{":
+        closing, items, mapping = "]" if text[pos] == "[" else "}", [], {}
+        pos += 1
+        while True:
+            while pos < len(text) and text[pos] in " \t,":
+                pos += 1
+            if pos >= len(text):
+                raise ValueError("unterminated flow collection")
+            if text[pos] == closing:
+                return (items if closing == "]" else mapping), pos + 1
+            value, pos = _flow(text, pos)
+            while pos < len(text) and text[pos] in " \t":
+                pos += 1
+            if closing == "}" and pos < len(text) and text[pos] == ":":
+                mapping[value], pos = _flow(text, pos + 1)
+            elif closing == "]":
+                items.append(value)
+    if pos < len(text) and text[pos] in "\"'":
+        quote, end = text[pos], pos + 1
+        while end < len(text) and not (text[end] == quote and (quote == "'" or text[end - 1] != "\\")):
+            end += 1
+        raw = text[pos:end + 1]
+        return (json.loads(raw) if quote == '"' else raw[1:-1].replace("''", "'")), end + 1
+    end = pos
+    while end < len(text) and text[end] not in ",]}" and not (text[end] == ":" and text[end + 1:end + 2] in (" ", "")):
+        end += 1
+    return _plain(text[pos:end].strip()), end
+
+
+def _plain(text):
+    if text in ("", "~", "null", "Null", "NULL"):
+        return None
+    if text in ("true", "True", "TRUE"):
+        return True
+    if text in ("false", "False", "FALSE"):
+        return False
+    if re.fullmatch(r"[-+]?\d+", text):
+        return int(text)
+    if re.fullmatch(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?", text):
+        return float(text)
+    return text
+
+
+def _scalar(text):
+    text = _strip_comment(text)
+    if text[:1] in "[{\"'":
+        return _flow(text)[0]
+    return _plain(text)
+
+
+class _Yaml:
+    """The block YAML manifests are written in: mappings, sequences, plain/quoted scalars, flow collections,
+    ``|``/``>`` block scalars, comments."""
+
+    def __init__(self, lines):
+        self.lines, self.i = lines, 0
+
+    def skip(self):
+        while self.i < len(self.lines) and (not self.lines[self.i].strip()
+                                            or self.lines[self.i].lstrip().startswith("#")):
+            self.i += 1
+
+    def here(self):
+        line = self.lines[self.i]
+        return len(line) - len(line.lstrip(" ")), line.strip()
+
+    def node(self):
+        self.skip()
+        if self.i >= len(self.lines):
+            return None
+        indent, text = self.here()
+        return self.seq(indent) if text == "-" or text.startswith("- ") else self.mapping(indent)
+
+    def seq(self, indent):
+        items = []
+        while True:
+            self.skip()
+            if self.i >= len(self.lines):
+                return items
+            ind, text = self.here()
+            if ind != indent or not (text == "-" or text.startswith("- ")):
+                return items
+            rest = text[1:].lstrip()
+            if not rest:
+                self.i += 1
+                self.skip()
+                items.append(self.node() if self.i < len(self.lines) and self.here()[0] > indent else None)
+            elif (rest[0] not in "[{\"'" and _entry_colon(rest) > 0) or (rest[0] in "\"'" and _entry_colon(rest) > 0):
+                offset = ind + len(text) - len(rest)
+                self.lines[self.i] = " " * offset + rest
+                items.append(self.mapping(offset))
+            else:
+                self.i += 1
+                items.append(self.value(rest, indent))
+
+    def mapping(self, indent):
+        out = {}
+        while True:
+            self.skip()
+            if self.i >= len(self.lines):
+                return out
+            ind, text = self.here()
+            if ind < indent or (ind == indent and (text == "-" or text.startswith("- "))):
+                return out
+            colon = _entry_colon(text)
+            if ind > indent or colon < 0:
+                raise ValueError(f"line {self.i + 1}: could not find expected ':'")
+            key, value = _scalar(text[:colon]), text[colon + 1:].strip()
+            self.i += 1
+            if _strip_comment(value):
+                out[key] = self.value(value, indent)
+                continue
+            self.skip()
+            if self.i < len(self.lines):
+                nind, ntext = self.here()
+                if nind > indent or (nind == indent and (ntext == "-" or ntext.startswith("- "))):
+                    out[key] = self.node()
+                    continue
+            out[key] = None
+
+    def value(self, text, indent):
+        if text[:1] not in "|>":
+            return _scalar(text)
+        chomp = "-" if "-" in text else "+" if "+" in text else ""
+        block, width = [], None
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            if line.strip():
+                ind = len(line) - len(line.lstrip(" "))
+                if ind <= indent:
+                    break
+                width = ind if width is None else width
+            block.append(line[width:] if width is not None and line.strip() else "")
+            self.i += 1
+        body = re.sub(r"(?<=[^\n])\n(?=[^\n])", " ", "\n".join(block)) if text[0] == ">" else "\n".join(block)
+        stripped = body.rstrip("\n")
+        return {"-": stripped, "+": body + "\n"}.get(chomp, stripped + "\n" if stripped else "")
+
+
+def yaml_documents(text):
+    """The documents of a YAML stream (``---`` between them)."""
+    docs, lines = [], []
+    for line in [*text.replace("\t", "    ").splitlines(), "---"]:
+        if line.rstrip() == "---" or line.startswith("--- "):
+            value = _Yaml(lines).node()
+            if value is not None:
+                docs.append(value)
+            lines = []
+        elif line.rstrip() != "...":
+            lines.append(line)
+    return docs
+
+
 def _read_manifest(flags, stdin):
-    if flags["filename"] != "-":
-        raise KubectlError("error: the simulated kubectl reads manifests from stdin only (-f -)")
-    text = stdin.read()
+    name = flags["filename"]
+    if name == "-":
+        text, source = stdin.read(), "STDIN"
+    else:
+        try:
+            with open(name) as fh:
+                text, source = fh.read(), name
+        except OSError:
+            raise KubectlError(f'error: the path "{name}" does not exist') from None
     try:
         doc = json.loads(text)
+        docs = [doc]
     except ValueError:
-        raise KubectlError('error: error parsing STDIN: the simulated kubectl reads JSON manifests only') from None
-    return doc.get("items") if doc.get("kind") == "List" else [doc]
+        try:
+            docs = yaml_documents(text)
+        except ValueError as exc:
+            raise KubectlError(f"error: error parsing {source}: error converting YAML to JSON: yaml: {exc}") from None
+    out = []
+    for doc in docs:
+        if not isinstance(doc, dict):
+            raise KubectlError(f"error: error validating \"{source}\": error validating data: invalid object to "
+                               "validate; if you choose to ignore these errors, turn validation off with "
+                               "--validate=false")
+        out.extend(doc.get("items") or [] if doc.get("kind") == "List" else [doc])
+    return out
 
 
 def cmd_create(api, args, out, err, stdin=None, verb="create"):
     positional, flags = parse_flags(args)
     if positional or not flags["filename"]:
         raise KubectlError(f"error: the simulated kubectl creates from a manifest only (kubectl {verb} -f -)")
+    docs = _read_manifest(flags, stdin or sys.stdin)
+    if docs and all(d.get("kind") == "Pod" for d in docs):
+        return create_pods(api, docs, flags, out, verb)
     known = _namespaces(api)
     errors = []
-    for doc in _read_manifest(flags, stdin or sys.stdin):
+    for doc in docs:
         kind = doc.get("kind")
         res = resolve(api, str(kind or ""))
         if kind != "PersistentVolumeClaim" or doc.get("apiVersion") != "v1":
@@ -769,6 +1016,459 @@ def release_volume(api, claim):
             volumes.remove(pv)
 
 
+# ----------------------------------------------------------------------------------------- nodes and pods
+
+DS_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.String alphabet
+DEFAULT_TOLERATIONS = [  # the DefaultTolerationSeconds admission plugin
+    {"effect": "NoExecute", "key": "node.kubernetes.io/not-ready", "operator": "Exists", "tolerationSeconds": 300},
+    {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 300},
+]
+WAIT_POLL_S = 0.1
+
+
+def _live():
+    if k8s_live is None:
+        raise KubectlError("error: the simulated kubectl keeps nodes and pods in its cluster's k8s/cluster.json "
+                           "(k8s_live.py next to it is missing)")
+    return k8s_live
+
+
+def _duration(text):
+    """A Go duration flag (``300s``, ``5m``, ``1h30m``, ``0``) in seconds."""
+    if text in (None, "", "0"):
+        return 0.0
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|s|m|h)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise KubectlError(f'error: invalid argument "{text}" for "--timeout" flag: time: invalid duration "{text}"')
+    return sum(float(n) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[u] for n, u in parts)
+
+
+def go_duration(seconds):
+    """time.Duration's String(): ``5s``, ``5m0s``, ``1h0m0s``."""
+    seconds = int(seconds) if float(seconds).is_integer() else seconds
+    if seconds < 60:
+        return f"{seconds}s"
+    h, rest = divmod(int(seconds), 3600)
+    m, s = divmod(rest, 60)
+    return (f"{h}h" if h else "") + f"{m}m{s}s"
+
+
+def _node_names(api):
+    return [r["object"]["metadata"]["name"] for r in sim_node_records(api)]
+
+
+def _node_args(api, positional, verb):
+    if not positional:
+        raise KubectlError(f"error: USAGE: {verb} NODE [flags]\nSee 'kubectl {verb} -h' for help and examples")
+    names = [p.split("/", 1)[1] if p.startswith(("node/", "nodes/")) else p for p in positional]
+    if positional[0] in ("node", "nodes", "no") and len(positional) > 1:
+        names = positional[1:]
+    known = _node_names(api)
+    for name in names:
+        if name not in known:
+            raise KubectlError(f'Error from server (NotFound): nodes "{name}" not found')
+    return names
+
+
+def cmd_cordon(api, args, out, err, undo=False):
+    positional, _ = parse_flags(args)
+    live = _live()
+    verb = "uncordon" if undo else "cordon"
+    for name in _node_args(api, positional, verb):
+        with live.lock(cluster_dir()):
+            doc = live.load(cluster_dir())
+            entry = doc["nodes"].setdefault(name, {})
+            changed = live.uncordon(entry) if undo else live.cordon(entry)
+            if changed:
+                live.next_version(doc)
+                live.save(cluster_dir(), doc)
+        if changed:
+            live.record(cluster_dir(), name, "k8s_uncordoned" if undo else "k8s_cordoned", by="kubectl")
+        out.write(f"node/{name} {'already ' if not changed else ''}{verb}ed\n")
+    return 0
+
+
+def cmd_uncordon(api, args, out, err):
+    return cmd_cordon(api, args, out, err, undo=True)
+
+
+def cmd_taint(api, args, out, err):
+    positional, flags = parse_flags(args)
+    if len(positional) < 3 or positional[0] not in ("node", "nodes", "no"):
+        raise KubectlError("error: at least one taint update is required\nSee 'kubectl taint -h' for help and "
+                           "examples")
+    live = _live()
+    name = _node_args(api, positional[1:2], "taint")[0]
+    with live.lock(cluster_dir()):
+        doc = live.load(cluster_dir())
+        entry = doc["nodes"].setdefault(name, {})
+        removed = added = False
+        for spec in positional[2:]:
+            if spec.endswith("-"):
+                key, _, effect = spec[:-1].partition(":")
+                key = key.split("=", 1)[0]
+                if not live.remove_taint(entry, key, effect or None):
+                    raise KubectlError(f'error: taint "{spec[:-1]}" not found')
+                removed = True
+                continue
+            taint = live.parse_taint(spec)
+            if taint is None:
+                raise KubectlError(f'error: invalid taint spec: {spec}, a valid taint spec is a string like '
+                                   '"key=value:NoSchedule"')
+            same = [t for t in entry.get("taints") or [] if t.get("key") == taint["key"]
+                    and t.get("effect") == taint["effect"]]
+            if same and not flags["overwrite"]:
+                raise KubectlError(f"error: node {name} already has {taint['key']} taint(s) with same effect(s) "
+                                   "and --overwrite is false")
+            live.add_taint(entry, taint)
+            added = True
+        live.next_version(doc)
+        live.save(cluster_dir(), doc)
+    out.write(f"node/{name} {'modified' if added and removed else 'tainted' if added else 'untainted'}\n")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- pods
+
+def _pod_key(namespace, name):
+    return f"{namespace}/{name}"
+
+
+def find_pod(doc, namespace, name):
+    return next((p for p in doc.get("pods") or [] if p["metadata"]["name"] == name
+                 and p["metadata"]["namespace"] == namespace), None)
+
+
+def _qos(containers):
+    resources = [c.get("resources") or {} for c in containers]
+    cpu_mem = [{k: v for k, v in (r.get(kind) or {}).items() if k in ("cpu", "memory")}
+               for r in resources for kind in ("requests", "limits")]
+    if not any(cpu_mem):
+        return "BestEffort"
+    if all((r.get("limits") or {}).get(k) and (r.get("limits") or {}).get(k) == (r.get("requests") or {}).get(
+            k, (r.get("limits") or {}).get(k)) for r in resources for k in ("cpu", "memory")):
+        return "Guaranteed"
+    return "Burstable"
+
+
+def pod_object(doc, manifest, namespace):
+    """The Pod as the API server stores it: its defaults, the admission plugins' tolerations, Pending."""
+    live = _live()
+    meta = dict(manifest.get("metadata") or {})
+    spec = json.loads(json.dumps(manifest.get("spec") or {}))
+    containers = []
+    for c in spec.get("containers") or []:
+        c = dict(c)
+        image = str(c.get("image") or "")
+        tagged = ":" in image.rsplit("/", 1)[-1] or "@" in image
+        c.setdefault("imagePullPolicy", "IfNotPresent" if tagged and not image.endswith(":latest") else "Always")
+        resources = c.setdefault("resources", {})
+        if resources.get("limits"):
+            resources["requests"] = {**{k: v for k, v in resources["limits"].items()},
+                                     **(resources.get("requests") or {})}
+        c["resources"] = {k: {n: str(v) for n, v in q.items()} for k, q in resources.items() if q}
+        c.setdefault("terminationMessagePath", "/dev/termination-log")
+        c.setdefault("terminationMessagePolicy", "File")
+        containers.append(c)
+    spec["containers"] = containers
+    for key, value in (("dnsPolicy", "ClusterFirst"), ("enableServiceLinks", True),
+                       ("preemptionPolicy", "PreemptLowerPriority"), ("priority", 0), ("restartPolicy", "Always"),
+                       ("schedulerName", "default-scheduler"), ("securityContext", {}),
+                       ("serviceAccount", "default"), ("serviceAccountName", "default"),
+                       ("terminationGracePeriodSeconds", 30)):
+        spec.setdefault(key, value)
+    tolerations = list(spec.get("tolerations") or [])
+    for tol in DEFAULT_TOLERATIONS:
+        if not any(t.get("key") == tol["key"] and t.get("effect") in (None, "", "NoExecute") for t in tolerations):
+            tolerations.append(dict(tol))
+    spec["tolerations"] = tolerations
+    meta.update(namespace=namespace, creationTimestamp=live.stamp(), uid=_new_uid(namespace, meta["name"]),
+                resourceVersion=live.next_version(doc))
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
+            "status": {"phase": "Pending", "qosClass": _qos(containers)}}
+
+
+def create_pods(api, docs, flags, out, verb):
+    live = _live()
+    known = _namespaces(api)
+    res = resolve(api, "pods")
+    errors = []
+    with live.lock(cluster_dir()):
+        doc = live.load(cluster_dir())
+        for manifest in docs:
+            if manifest.get("apiVersion") != "v1":
+                pod_name = (manifest.get("metadata") or {}).get("name", "")
+                raise KubectlError(f'error: resource mapping not found for name: "{pod_name}" '
+                                   f'namespace: "" from "STDIN": no matches for kind "Pod" in version '
+                                   f'"{manifest.get("apiVersion")}"\nensure CRDs are installed first')
+            meta = manifest.get("metadata") or {}
+            name = meta.get("name")
+            if not name:
+                raise KubectlError('The Pod "" is invalid: metadata.name: Required value: name or generateName is '
+                                   'required')
+            namespace = meta.get("namespace") or flags["namespace"] or "default"
+            where = 'Error from server ({}): error when creating "STDIN": '
+            if denied(api, "create", res):
+                errors.append(where.format("Forbidden") + forbidden(api, "create", res, namespace).split(": ", 1)[1])
+                continue
+            if namespace not in known:
+                errors.append(where.format("NotFound") + f'namespaces "{namespace}" not found')
+                continue
+            if find_pod(doc, namespace, name):
+                if verb == "apply":
+                    out.write(f"pod/{name} unchanged\n")
+                    continue
+                errors.append(where.format("AlreadyExists") + f'pods "{name}" already exists')
+                continue
+            containers = (manifest.get("spec") or {}).get("containers") or []
+            if not containers:
+                errors.append(f'The Pod "{name}" is invalid: spec.containers: Required value')
+                continue
+            doc["pods"].append(pod_object(doc, manifest, namespace))
+            out.write(f"pod/{name} created\n")
+        live.save(cluster_dir(), doc)
+    if errors:
+        raise KubectlError("\n".join(errors))
+    return 0
+
+
+def _running(pod):
+    return (pod.get("status") or {}).get("phase") == "Running"
+
+
+def request_deletion(doc, pod, grace, force=False):
+    """DELETE on a pod: gone at once when no container runs (Pending, finished) or forced with grace 0;
+    otherwise terminating (deletionTimestamp) until the kubelet has stopped its containers."""
+    live = _live()
+    if grace is None or grace < 0:
+        grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+    if not _running(pod) or (force and grace == 0):
+        doc["pods"].remove(pod)
+        return True
+    meta = pod["metadata"]
+    if "deletionTimestamp" not in meta:
+        meta["deletionTimestamp"] = live.stamp(time.time() + grace)
+        meta["deletionGracePeriodSeconds"] = grace
+        meta["resourceVersion"] = live.next_version(doc)
+    return False
+
+
+def wait_gone(keys, timeout, on_gone=None):
+    """Poll the live state until the pods (``namespace/name``) are gone; the ones still there at the end."""
+    live = _live()
+    deadline = time.monotonic() + (timeout if timeout > 0 else 7 * 24 * 3600)
+    pending = list(keys)
+    while pending:
+        doc = live.load(cluster_dir())
+        there = {_pod_key(p["metadata"]["namespace"], p["metadata"]["name"]) for p in doc.get("pods") or []}
+        for key in [k for k in pending if k not in there]:
+            pending.remove(key)
+            if on_gone:
+                on_gone(key)
+        if not pending or time.monotonic() >= deadline:
+            break
+        time.sleep(WAIT_POLL_S)
+    return pending
+
+
+def _grace(flags):
+    if flags["grace_period"] is None:
+        return None
+    try:
+        return int(flags["grace_period"])
+    except ValueError:
+        raise KubectlError(f'error: invalid argument "{flags["grace_period"]}" for "--grace-period" flag: '
+                           'strconv.ParseInt: parsing: invalid syntax') from None
+
+
+def cmd_delete_pods(api, args, out, err):
+    positional, flags = parse_flags(args)
+    live = _live()
+    names = []
+    for p in positional:
+        if p in ("pod", "pods", "po"):
+            continue
+        names.append(p.split("/", 1)[1] if "/" in p else p)
+    namespace = flags["namespace"] or "default"
+    grace = 1 if flags["now"] else _grace(flags)
+    if flags["force"] and grace is None:
+        grace = 0
+    if flags["force"] and grace == 0:
+        err.write("Warning: Immediate deletion does not wait for confirmation that the running resource has been "
+                  "terminated. The resource may continue to run on the cluster indefinitely.\n")
+    res = resolve(api, "pods")
+    if denied(api, "delete", res) and names:
+        message = forbidden(api, "delete", res, namespace)
+        raise KubectlError(message.replace(" is forbidden:", f' "{names[0]}" is forbidden:', 1))
+    errors, waiting = [], []
+    with live.lock(cluster_dir()):
+        doc = live.load(cluster_dir())
+        if flags["selector"]:
+            labels = label_selector(flags["selector"])
+            names = [p["metadata"]["name"] for p in doc["pods"] if p["metadata"]["namespace"] == namespace
+                     and labels(p)]
+            if not names:
+                out.write("No resources found\n")
+        for name in names:
+            pod = find_pod(doc, namespace, name)
+            if pod is None:
+                if not flags["ignore_not_found"]:
+                    errors.append(f'Error from server (NotFound): pods "{name}" not found')
+                continue
+            if not request_deletion(doc, pod, grace, flags["force"]):
+                waiting.append(_pod_key(namespace, name))
+            out.write(f'pod "{name}" {"force " if flags["force"] and grace == 0 else ""}deleted\n')
+        live.save(cluster_dir(), doc)
+    out.flush()
+    if waiting and flags["wait"]:
+        left = wait_gone(waiting, _duration(flags["timeout"]))
+        if left:
+            errors.append("error: timed out waiting for the condition on pods/" + left[0].split("/", 1)[1])
+    if errors:
+        raise KubectlError("\n".join(errors))
+    return 0
+
+
+def cmd_logs(api, args, out, err):
+    positional, flags = parse_flags(args)
+    live = _live()
+    if not positional:
+        raise KubectlError("error: expected 'logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]'.\nPOD or TYPE/NAME is "
+                           "a required argument for the logs command\nSee 'kubectl logs -h' for help and examples")
+    name = positional[0].split("/", 1)[1] if positional[0].startswith(("pod/", "pods/", "po/")) else positional[0]
+    namespace = flags["namespace"] or "default"
+    doc = live.load(cluster_dir())
+    pod = find_pod(doc, namespace, name)
+    if pod is None:
+        raise KubectlError(f'Error from server (NotFound): pods "{name}" not found')
+    containers = [c["name"] for c in pod["spec"]["containers"]]
+    container = flags["container"] or containers[0]
+    if container not in containers:
+        raise KubectlError(f'error: container {container} is not valid for pod {name}')
+    run = (doc.get("runtime") or {}).get(_pod_key(namespace, name)) or {}
+    if not run.get("log"):
+        raise KubectlError(f'Error from server (BadRequest): container "{container}" in pod "{name}" is waiting to '
+                           'start: ContainerCreating')
+    try:
+        with open(run["log"], errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        text = ""
+    if flags["tail"] not in (None, "-1"):
+        lines = text.splitlines(keepends=True)
+        text = "".join(lines[-int(flags["tail"]):]) if int(flags["tail"]) else ""
+    out.write(text)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- drain
+
+def daemonset_pods(api, node_obj):
+    """``namespace/name`` of the pods the DaemonSets of the API file run on this node."""
+    name = node_obj["metadata"]["name"]
+    pods = []
+    for ds in (api.get("objects") or {}).get("daemonsets.apps") or []:
+        pod_spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+        if not _node_selector_matches(pod_spec.get("nodeSelector"), node_obj):
+            continue
+        digest = hashlib.sha256(f"{ds['metadata']['name']}/{name}".encode()).digest()
+        suffix = "".join(DS_SUFFIX[b % len(DS_SUFFIX)] for b in digest[:5])
+        pods.append(f"{ds['metadata'].get('namespace', 'default')}/{ds['metadata']['name']}-{suffix}")
+    return pods
+
+
+def drain_filters(pod, flags):
+    """kubectl's pod filters (pkg/drain/filters.go) for one created pod: (delete, "Okay"|"Warning"|"Error",
+    message), the last filter's verdict."""
+    phase = (pod.get("status") or {}).get("phase")
+    finished = phase in ("Succeeded", "Failed")
+    owners = [o for o in (pod["metadata"].get("ownerReferences") or []) if o.get("controller")]
+    status = (True, "Okay", "")
+    if owners and owners[0].get("kind") == "DaemonSet" and not finished:
+        return (False, "Warning", "ignoring DaemonSet-managed Pods") if flags["ignore_daemonsets"] else (
+            False, "Error", "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)")
+    if any("emptyDir" in v for v in (pod["spec"].get("volumes") or [])) and not finished:
+        if not flags["delete_emptydir_data"]:
+            return False, "Error", "Pods with local storage (use --delete-emptydir-data to override)"
+        status = (True, "Warning", "deleting Pods with local storage")
+    if not finished and not owners:
+        if not flags["force"]:
+            return False, "Error", "cannot delete Pods that declare no controller (use --force to override)"
+        status = (True, "Warning", "deleting Pods that declare no controller")
+    return status
+
+
+def cmd_drain(api, args, out, err):
+    positional, flags = parse_flags(args)
+    live = _live()
+    timeout = _duration(flags["timeout"])
+    grace = _grace(flags)
+    records = {r["object"]["metadata"]["name"]: r["object"] for r in sim_node_records(api)}
+    for name in _node_args(api, positional, "drain"):
+        with live.lock(cluster_dir()):
+            doc = live.load(cluster_dir())
+            changed = live.cordon(doc["nodes"].setdefault(name, {}))
+            if changed:
+                live.next_version(doc)
+                live.save(cluster_dir(), doc)
+        if changed:
+            live.record(cluster_dir(), name, "k8s_cordoned", by="kubectl")
+        out.write(f"node/{name} {'' if changed else 'already '}cordoned\n")
+        # every pod bound to the node, in the API's order (namespace, name), the DaemonSets' among them
+        verdicts = [(key, (False, "Warning", "ignoring DaemonSet-managed Pods") if flags["ignore_daemonsets"] else
+                     (False, "Error", "DaemonSet-managed Pods (use --ignore-daemonsets to ignore)"))
+                    for key in daemonset_pods(api, records[name])]
+        doc = live.load(cluster_dir())
+        verdicts += [(_pod_key(p["metadata"]["namespace"], p["metadata"]["name"]), drain_filters(p, flags))
+                     for p in doc.get("pods") or [] if p["spec"].get("nodeName") == name]
+        verdicts.sort(key=lambda kv: kv[0])
+        grouped = {}
+        for key, (_, reason, message) in verdicts:
+            if reason in ("Warning", "Error"):
+                grouped.setdefault((reason, message), []).append(key)
+        errors = [f"cannot delete {m}: {', '.join(keys)}" for (r, m), keys in grouped.items() if r == "Error"]
+        if errors:
+            agg = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+            out.flush()
+            err.write(f'error: unable to drain node "{name}" due to error: {agg}, continuing command...\n'
+                      f"There are pending nodes to be drained:\n {name}\n")
+            raise KubectlError("\n".join(errors))
+        warnings = [f"{m}: {', '.join(keys)}" for (r, m), keys in grouped.items() if r == "Warning"]
+        if warnings:
+            out.flush()
+            err.write("Warning: " + "; ".join(warnings) + "\n")
+            err.flush()
+        evict = [key for key, (delete, _, _) in verdicts if delete]
+        waiting = []
+        with live.lock(cluster_dir()):
+            doc = live.load(cluster_dir())
+            for key in evict:
+                out.write(f"evicting pod {key}\n")
+                pod = find_pod(doc, *key.split("/", 1))
+                if pod is not None:
+                    live.record(cluster_dir(), name, "pod_evicted", pod=key, by="kubectl")
+                    if not request_deletion(doc, pod, grace):
+                        waiting.append(key)
+            live.save(cluster_dir(), doc)
+        out.flush()
+        for key in evict:
+            if key not in waiting:
+                out.write(f"pod/{key.split('/', 1)[1]} evicted\n")
+
+        def gone(key):
+            out.write(f"pod/{key.split('/', 1)[1]} evicted\n")
+            out.flush()
+
+        if wait_gone(waiting, timeout, gone):
+            out.flush()
+            err.write(f'error: unable to drain node "{name}" due to error: drain did not complete within '
+                      f'{go_duration(timeout)}, continuing command...\nThere are pending nodes to be drained:\n'
+                      f" {name}\n")
+            raise KubectlError(f"error: drain did not complete within {go_duration(timeout)}")
+        out.write(f"node/{name} drained\n")
+    return 0
+
+
 def cmd_version(api, args, out, err):
     _, flags = parse_flags(args)
     doc = {"clientVersion": CLIENT_VERSION, "kustomizeVersion": KUSTOMIZE_VERSION}
@@ -817,7 +1517,8 @@ def cmd_auth(api, args, out, err):
 
 
 COMMANDS = {"get": cmd_get, "version": cmd_version, "api-resources": cmd_api_resources, "auth": cmd_auth,
-            "create": cmd_create, "apply": cmd_apply, "delete": cmd_delete}
+            "create": cmd_create, "apply": cmd_apply, "delete": cmd_delete, "cordon": cmd_cordon,
+            "uncordon": cmd_uncordon, "drain": cmd_drain, "taint": cmd_taint, "logs": cmd_logs}
 MUTATING = ("create", "apply", "delete")
 
 
@@ -831,6 +1532,11 @@ def main(argv, out=sys.stdout, err=sys.stderr, stdin=None):
     try:
         if command is None:
             raise KubectlError(f'error: unknown command "{args[0]}" for "kubectl"')
+        if args[0] == "delete" and len(args) > 1 and args[1].split("/", 1)[0] in ("pod", "pods", "po"):
+            api = load_api()
+            if api is None:
+                raise KubectlError(REFUSED)
+            return cmd_delete_pods(api, args[1:], out, err)
         if args[0] in MUTATING:
             if load_api() is None:
                 raise KubectlError(REFUSED)
