@@ -58,6 +58,10 @@ class Settings:
     drain_timeout_s: float = 300.0
     params: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # "{node}" in the reboot command is the target's name (`scontrol reboot ASAP nextstate=resume {node}`).
+        self.reboot_cmd = self.reboot_cmd.replace("{node}", self.target)
+
 
 class DrillLog:
     """The drill's log file, one JSON object a line, appended and flushed as each step is answered."""
