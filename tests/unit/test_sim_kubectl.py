@@ -36,6 +36,7 @@ def sim_cluster(root: Path, profile: str, nodes: int = 2) -> dict[str, str]:
     for tool, source in k8s.SHIMS.items():
         shutil.copy(SHIMS / source, bin_dir / tool)
         (bin_dir / tool).chmod(0o755)
+    shutil.copy(SHIMS / "k8s_live.py", bin_dir / "k8s_live.py")  # live nodes and pods (D/k8s/cluster.json)
     for index in range(1, nodes + 1):
         name = f"node{index}"
         tree = Tree()
