@@ -82,6 +82,12 @@ options:
     description: C(kubectl drain --timeout) before a Kubernetes reboot.
     type: float
     default: 300
+  alert_url:
+    description:
+      - An Alertmanager (v2 API) read from the controller at every observation; a new alert naming the node (in
+        C(instance), C(node), C(hostname), ...) counts as detection. A bearer token is read from
+        C($CLUSTEREVAL_ALERTMANAGER_TOKEN) and never recorded.
+    type: str
   targets:
     description: Every node this drill run acts on (none of them counts as a bystander).
     type: list
@@ -277,6 +283,7 @@ class ActionModule(ActionBase):
             scheduler="k8s" if args.get("scheduler") == "k8s" else "slurm",
             k8s_namespace=str(args.get("k8s_namespace") or "default"),
             drain_timeout_s=float(args.get("drain_timeout_s", 300)),
+            alert_url=str(args["alert_url"]) if args.get("alert_url") else None,
             params={k: args.get(k) for k in ("poll_interval_s", "detect_limit_s", "return_limit_s") if k in args})
         if args.get("gpu_job_command"):
             settings.gpu_job_cmd = str(args["gpu_job_command"])

@@ -453,3 +453,59 @@ def test_k8s_detection_by_a_node_condition_and_return(tmp_path):
     assert detection["status"] == "pass" and "NvidiaGPUProblem" in detection["summary"], detection
     assert judge(text, "fault.inject.return")["status"] == "pass"
     assert judge(text, "fault.drill.bystanders")["status"] == "pass"  # the dedication taint is no finding
+
+
+def test_an_alert_naming_the_node_counts_as_detection(tmp_path, monkeypatch):
+    import http.server
+    import threading
+
+    seen_auth = []
+
+    class Alertmanager(http.server.BaseHTTPRequestHandler):
+        node: FakeNode | None = None
+
+        def do_GET(self):
+            seen_auth.append(self.headers.get("Authorization"))
+            alerts = [{"labels": {"alertname": "NodeExporterDown", "instance": "node3:9100"},
+                       "status": {"state": "active"}, "startsAt": "2026-12-01T00:00:00Z"}]
+            if self.node is not None and self.node.t0 is not None and self.node.now - self.node.t0 > 2:
+                alerts.append({"labels": {"alertname": "GpuXidError", "Hostname": "node2", "gpu": "0"},
+                               "status": {"state": "active"}, "startsAt": "2026-12-01T12:00:00Z"})
+            body = json.dumps(alerts).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Alertmanager)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("CLUSTEREVAL_ALERTMANAGER_TOKEN", "s3cret-token")
+    try:
+        node = FakeNode(Provider(detect_after=None, reboot_after=None, resume_after=None))
+        Alertmanager.node = node
+        path = str(tmp_path / "alert.jsonl")
+        s = runner.Settings(kind="inject", target="node2", targets=["node2"], method="kmsg", poll_s=0.5,
+                            detect_limit_s=10, return_limit_s=None,
+                            alert_url=f"http://127.0.0.1:{server.server_port}")
+        d = runner.Drill(node, s, runner.DrillLog(path, node.clock), runner.Journal(lambda *a: "j", lambda *a: None),
+                         clock=node.clock, sleep=node.sleep)
+        d.run()
+    finally:
+        server.shutdown()
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    assert d.end["reason"] == "detected"
+    detection = judge(text, "fault.inject.detection")
+    assert detection["status"] == "pass" and "alert GpuXidError" in detection["summary"], detection
+    assert "NodeExporterDown" not in detection["summary"]  # another node's alert
+    assert seen_auth and seen_auth[0] == "Bearer s3cret-token" and "s3cret-token" not in text
+
+
+def test_an_unreachable_alertmanager_is_no_detection_and_no_crash(tmp_path):
+    said = runner.alertmanager_alerts("http://127.0.0.1:9")  # nothing listens on the discard port
+    assert said.startswith("## alerts rc=1")
+    parsed = parse("probe-drill-step", said)
+    assert parsed["alerts"]["rc"] == 1 and parsed["alerts"]["firing"] == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -56,11 +57,28 @@ class Settings:
     k8s_namespace: str = "default"
     k8s_gpu_image: str = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
     drain_timeout_s: float = 300.0
+    # An Alertmanager (v2 API) whose alerts about the node count as detection; its bearer token, if any, is read
+    # from $CLUSTEREVAL_ALERTMANAGER_TOKEN at each request and never written anywhere.
+    alert_url: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # "{node}" in the reboot command is the target's name (`scontrol reboot ASAP nextstate=resume {node}`).
         self.reboot_cmd = self.reboot_cmd.replace("{node}", self.target)
+
+
+def alertmanager_alerts(url: str) -> str:
+    """``## alerts rc=0`` and the active alerts of an Alertmanager (``GET /api/v2/alerts``), or ``rc=1`` and why."""
+    request = urllib.request.Request(url.rstrip("/") + "/api/v2/alerts?active=true&silenced=false&inhibited=false",
+                                     headers={"Accept": "application/json"})
+    token = os.environ.get("CLUSTEREVAL_ALERTMANAGER_TOKEN")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            return "## alerts rc=0\n" + answer.read(2_000_000).decode("utf-8", "replace") + "\n"
+    except (OSError, ValueError) as exc:
+        return f"## alerts rc=1\n{type(exc).__name__}: {str(exc)[:200]}\n"
 
 
 class DrillLog:
@@ -98,9 +116,11 @@ class Journal:
 
 class Drill:
     def __init__(self, link: Link, settings: Settings, log: DrillLog, journal: Journal,
-                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep):
+                 clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+                 fetch_alerts: Callable[[str], str] | None = None):
         self.link, self.s, self.log, self.journal = link, settings, log, journal
         self.clock, self.sleep = clock, sleep
+        self.fetch_alerts = fetch_alerts or alertmanager_alerts
         self.t0: float | None = None
         self.method: str | None = None
         self.pending: list[tuple[str, str, bool]] = []  # (journal id, undo command, on the controller) applied
@@ -155,6 +175,8 @@ class Drill:
                 entry = {"ok": False, "error": str(exc)[:500]}
         if api:
             entry["stdout"] = (entry.get("stdout") or "") + "\n" + api
+        if self.s.alert_url:
+            entry["stdout"] = (entry.get("stdout") or "") + "\n" + self.fetch_alerts(self.s.alert_url)
         return self.log.add({"kind": "poll", "step": "poll", "sent": sent, "received": self.clock(), **entry})
 
     def _finish(self, reason: str, **detail: Any) -> None:

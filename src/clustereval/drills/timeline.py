@@ -133,6 +133,11 @@ def build(parsed: dict[str, Any]) -> Timeline:
             gpus = observed.get("gpus")
             if _gpus_listed(gpus):
                 last["gpus"] = gpus.get("count")
+        alert = _alert_about(observed.get("alerts"), target, baseline.get("alerts") or [])
+        if alert:
+            mark("alerted", entry, previous_sent, reason=f"alert {alert}")
+            if kind == "inject":
+                mark("detected", entry, previous_sent, state="alerted", reason=f"alert {alert}")
         state = _target_state(entry, target)
         if state is not None:
             usable, why = usable_now(state, (baseline.get("taints") or {}).get(target))
@@ -155,6 +160,25 @@ def build(parsed: dict[str, Any]) -> Timeline:
             break
     return Timeline(kind, target, t0, start, baseline, milestones, bystanders, replacements, last,
                     parsed.get("end"), len(polls), sum(1 for e in polls if not e.get("ok")))
+
+
+_HOST_LABELS = ("instance", "node", "hostname", "Hostname", "nodename", "host", "exported_instance", "kubernetes_node")
+
+
+def _names_node(labels: dict[str, Any], target: str) -> bool:
+    for key in _HOST_LABELS:
+        value = str(labels.get(key) or "")
+        if value == target or value.startswith((target + ":", target + ".")):
+            return True
+    return False
+
+
+def _alert_about(alerts: dict[str, Any] | None, target: str, before: list[str]) -> str | None:
+    """The name of a firing alert about ``target`` that was not firing before the drill."""
+    for alert in (alerts or {}).get("firing") or []:
+        if _names_node(alert.get("labels") or {}, target) and alert.get("name") not in before:
+            return str(alert.get("name"))
+    return None
 
 
 def usable_now(state: dict[str, Any], taints_before: list[str] | None) -> tuple[bool, str | None]:
@@ -188,6 +212,9 @@ def _baseline(entry: dict[str, Any] | None, target: str, before: list[dict[str, 
     gpus = next((e["observed"]["gpus"] for e in reversed(before) if _gpus_listed(e["observed"].get("gpus"))), None)
     return {"boot_id": observed.get("boot_id"), "slurmd_start": state.get("slurmd_start"),
             "registration": state.get("registration"),
+            "alerts": sorted({str(a.get("name")) for e in before for a in
+                              ((e.get("observed") or {}).get("alerts") or {}).get("firing") or []
+                              if _names_node(a.get("labels") or {}, target)}),
             "taints": {n: s.get("taints") or [] for n, s in nodes.items()},
             "state": state.get("state"), "reason": state.get("reason"), "usable": state.get("usable"),
             "known": bool(state), "gpus": gpus.get("count") if gpus else None,

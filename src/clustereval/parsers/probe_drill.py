@@ -2,6 +2,7 @@
 
 * ``probe-drill-step`` — what one drill step printed on a node: ``## kind key=value`` sections
   (``drills/commands.py``): ``clock`` and ``fault`` (``t``: the node's clock), ``boot_id`` (``id``),
+  ``alerts`` (``rc``, then Alertmanager's ``/api/v2/alerts`` JSON: ``firing`` alerts with their labels),
   ``scontrol`` (``rc``, then ``scontrol -o show node`` lines, parsed with the Slurm parser), ``kubectl`` (``rc``,
   then ``kubectl get nodes -o json``, parsed with the kubectl-nodes parser), ``gpus``
   (``rc``, then ``nvidia-smi -L``), ``gpu_bus`` (``index, pci.bus_id`` rows), ``job`` (``rc`` and the job's
@@ -96,11 +97,26 @@ def _k8s_nodes(body: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
     return nodes, list(parsed.get("warnings") or [])
 
 
+def _alerts(rc: int | None, body: list[str], warnings: list[str]) -> dict[str, Any]:
+    """Alertmanager's ``/api/v2/alerts`` list as ``{"rc", "firing": [{"name", "labels", "starts_at"}]}``."""
+    if rc != 0:
+        return {"rc": rc, "firing": [], "error": "\n".join(body)[-300:]}
+    try:
+        doc = json.loads("\n".join(body))
+    except ValueError as exc:
+        warnings.append(f"the alert list is not JSON: {exc}")
+        return {"rc": rc, "firing": [], "error": "not JSON"}
+    firing = [{"name": (a.get("labels") or {}).get("alertname"), "labels": a.get("labels") or {},
+               "starts_at": a.get("startsAt")}
+              for a in doc if isinstance(a, dict) and ((a.get("status") or {}).get("state", "active") == "active")]
+    return {"rc": rc, "firing": firing}
+
+
 @register("probe-drill-step")
 def parse_step(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {"clock": None, "fault_at": None, "boot_id": None, "scheduler": None, "gpus": None,
                            "gpu_bus": {}, "job": None, "restored_at": None, "ready": None, "unavailable": None,
-                           "rcs": {}}
+                           "alerts": None, "rcs": {}}
     warnings: list[str] = []
     for sec in sections(clean(text)):
         kind, body = sec["kind"], sec["body"]
@@ -120,6 +136,8 @@ def parse_step(text: str) -> dict[str, Any]:
             out["scheduler"] = {"kind": "k8s", "rc": _int(sec.get("rc")), "missing": sec.get("missing") == "yes",
                                 "nodes": nodes, "output": "\n".join(body)[-2000:]}
             warnings += more
+        elif kind == "alerts":
+            out["alerts"] = _alerts(_int(sec.get("rc")), body, warnings)
         elif kind == "gpus":
             lines = [m.groups() for m in map(_GPU_LINE.match, body) if m]
             out["gpus"] = {"rc": _int(sec.get("rc")), "missing": sec.get("missing") == "yes", "count": len(lines),
