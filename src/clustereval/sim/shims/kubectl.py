@@ -44,6 +44,12 @@ ExternalProvisioning. Deleting a claim deletes its volume (reclaimPolicy Delete)
 ``events``) live in ``state.json`` next to the API file (on a simulated node: in its overlay), written
 under a lock, so they persist from one kubectl call to the next and replace the API file's lists.
 
+Nodes and pods are live (``k8s_live.py`` next to this script, ``<cluster dir>/k8s/cluster.json``): Node objects show
+the conditions the simulated kubelet and node lifecycle controller post, the node's boot id, its healthy GPUs,
+cordon and taints; ``cordon``/``uncordon``/``taint``/``drain`` (kubectl 1.31's filters, warnings and messages),
+``create -f`` of Pods (JSON or YAML) bound to a node with ``spec.nodeName``, run by the power daemon inside that
+node, ``get pod``, ``logs``, ``delete pod`` (docs/sim.md, "Kubernetes drills").
+
 Without the API file it behaves like kubectl with no kubeconfig (connection to localhost:8080 refused).
 """
 
