@@ -148,6 +148,17 @@ class Context:
         self.parse_cache[name] = data
         return data
 
+    def reference(self, area: str, check: str, skip_prefix: str = "",
+                  facts: dict[str, Any] | None = None) -> baselines.Limit:
+        """The expected value of ``check`` for this subject's hardware (``facts``, default the context's) and
+        variant (``baselines/<area>.yml``, inventory overrides first); none known for this hardware is a Skip
+        saying what was looked for."""
+        try:
+            return baselines.reference(area, check, self.facts if facts is None else facts, self.params,
+                                       self.options.get("baseline_overrides"))
+        except baselines.NoReference as exc:
+            raise Skip(f"{skip_prefix}{exc}") from None
+
     def limit(self, area: str, check: str) -> baselines.Limit:
         classes = self.options.get("hardware_classes") or {}
         return baselines.limit(area, check, classes.get(area), self.options.get("baseline_overrides"))

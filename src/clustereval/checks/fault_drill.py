@@ -73,10 +73,7 @@ def _timeline(ctx: Context) -> timeline_mod.Timeline:
 
 
 def _limit(ctx: Context, check_id: str) -> baselines.Limit:
-    try:
-        return baselines.reference(AREA, check_id, ctx.facts, ctx.params, ctx.options.get("baseline_overrides"))
-    except baselines.NoReference as exc:
-        raise Skip(str(exc)) from None
+    return ctx.reference(AREA, check_id)
 
 
 def _evidence(tl: timeline_mod.Timeline, **more: Any) -> dict[str, Any]:

@@ -47,10 +47,7 @@ def _fio_bandwidth(ctx: Context, check_id: str, probe: str, direction: str) -> V
         "directory": ctx.options.get("scratch_dir"),
         "scratch": {k: v for k, v in facts.items() if k.startswith("scratch_")},
     }
-    try:
-        lim = baselines.reference("storage", check_id, facts, ctx.params, ctx.options.get("baseline_overrides"))
-    except baselines.NoReference as exc:
-        raise Skip(f"{direction} {mbps:.0f} MB/s on {where}; {exc}") from None
+    lim = ctx.reference("storage", check_id, skip_prefix=f"{direction} {mbps:.0f} MB/s on {where}; ", facts=facts)
     if errors:
         return Verdict("fail", f"fio reported I/O errors: {errors}", mbps, "MB/s", lim.expected(), evidence)
     if mbps <= 0:
