@@ -34,6 +34,10 @@ def _print_status(info: dict[str, Any]) -> None:
     elif shared_fs:
         print(f"  storage  {shared_fs['server']:<16} sshd {'up' if shared_fs.get('server_alive') else 'down':<5} "
               f"exports {shared_fs['export']} (sshfs)")
+    kubectl = info.get("kubectl")
+    if kubectl:  # what a process on the host needs to run the cluster's kubectl
+        print(f"  kubectl  PATH={kubectl['path_prepend']}:$PATH "
+              f"CLUSTEREVAL_SIM_K8S_API={kubectl['CLUSTEREVAL_SIM_K8S_API']}")
 
 
 def cmd_up(args: argparse.Namespace) -> int:
