@@ -248,3 +248,36 @@ def test_bystanders_and_a_resume_without_repair_are_caught(tmp_path):
         assert journal.pending(run_dir) == []
         # the drill's restore rebooted node1, whose GPU the provider had left off the bus
         assert truth(directory, "node1", "reboot_requested", by="systemctl reboot")
+
+
+def test_kubernetes_reboot_and_detection_by_the_providers_node_condition(tmp_path):
+    with simulated_cluster(tmp_path / "sim", 3, "k8s-fault-drills") as directory:
+        run_dir = tmp_path / "run"
+        env = {**ansible_env(), **cluster.kubectl_env(directory)}  # kubectl and its API on the controller
+        proc = subprocess.run(
+            [str(BIN / "ansible-playbook"), str(REPO / "playbooks" / "evaluate.yml"), "-i",
+             str(directory / "inventory.ini"), *FAST, "-e", "clustereval_allow_destructive=true",
+             "-e", "clustereval_destructive_targets=node2", "-e", "clustereval_harness=k8s",
+             "-e", "clustereval_k8s_api_host=localhost", "-e", f"clustereval_out={run_dir}",
+             *faults({"method": "kmsg", "xid": 79})], capture_output=True, text=True, env=env, cwd=REPO, timeout=400)
+        assert proc.returncode == 0, proc.stdout[-4000:]
+        got = latest(run_dir)
+        reboot = got[("fault.reboot.recovery", "node2", "")]
+        assert reboot["status"] == "pass", reboot
+        key = results.params_key({"method": "kmsg", "xid": 79})
+        detection = got[("fault.inject.detection", "node2", key)]
+        assert detection["status"] == "pass" and "NvidiaGPUProblem" in detection["summary"], detection
+        for check in ("fault.inject.return", "fault.inject.cleared", "fault.inject.action", "fault.drill.bystanders"):
+            assert got[(check, "node2", key)]["status"] == "pass", got[(check, "node2", key)]
+        t0 = fault_time(run_dir, "node2", "fault-inject-kmsg-xid79")
+        sim_fault = truth(directory, "node2", "fault", t0 - 2)[0]["t"]
+        detected = truth(directory, "node2", "k8s_detected", sim_fault)[0]["t"]
+        assert abs(detection["value"] - (detected - sim_fault)) <= 1.0
+        # our cordon was lifted once the node was back, and every test pod is gone
+        assert truth(directory, "node2", "k8s_uncordoned", by="kubectl")
+        applied = [e for e in journal.load(run_dir) if e["state"] == "applied"]
+        assert any(e["host"] == "localhost" and "uncordon" in e["undo"]["cmd"] for e in applied)
+        assert journal.pending(run_dir) == []
+        pods = subprocess.run(["kubectl", "get", "pods", "-A", "-o", "json"], capture_output=True, text=True,
+                              env=env, timeout=30)
+        assert "clustereval-drill" not in pods.stdout
