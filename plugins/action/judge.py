@@ -50,7 +50,7 @@ options:
   collect:
     description:
       - Probe definitions to run on the host first, in the same task (one worker and one SSH exchange
-        per host): the probe runner the C(clustereval.gpu.collect) module uses, run with the node's
+        per host), with the probe runner the C(clustereval.gpu.collect) module uses, run with the node's
         Python directly (no module wrapper to unpack and compile); the task's C(environment) applies.
         Only the probes the selected checks name run. An unreachable host is reported as unreachable,
         like any module task.

@@ -18,7 +18,7 @@ module: run_start
 short_description: Create the evaluation's run directory and record what is being run
 description:
   - Creates the run directory (C(out), default C(runs/<timestamp>) beside the playbooks) with its
-    C(raw/) folder and writes C(run.json): run id, inventory summary, versions, phases and options.
+    C(raw/) folder and writes C(run.json) (run id, inventory summary, versions, phases and options).
   - Sets the facts C(clustereval_run_dir) and C(clustereval_run_id) used by every later task.
   - Warns (and records C(harness.journal.leftovers)) when other runs in the same runs folder left changes
     their journal says were never undone.
