@@ -58,7 +58,7 @@ options:
     elements: dict
   collect_for:
     description:
-      - Instead of C(checks), check ids whose probes this task collects and keeps, judging nothing here: the
+      - Instead of C(checks), check ids whose probes this task collects and keeps, judging nothing here; the
         checks are judged later, once per cluster, from what every node kept (C(load_probes)). The checks'
         selection by tags still decides whether the probes run.
     type: list
