@@ -99,9 +99,9 @@ class FakeNode:
             return "IDLE+DRAIN", "XID 79"
         return "IDLE", None
 
-    def _scontrol(self) -> str:
+    def _scontrol(self, only: str | None = None) -> str:
         lines = []
-        for name in NODES:
+        for name in (only,) if only else NODES:
             state, reason = ("IDLE", None)
             if name == "node2":
                 state, reason = self._state()
@@ -113,6 +113,17 @@ class FakeNode:
                 line += f" Reason={reason} [root@2026-12-01T12:00:00]"
             lines.append(line)
         return "\n".join(lines)
+
+    def _sinfo(self) -> str:
+        """``sinfo -h -N -o '%N|%T|%E'`` of the same states."""
+        rows = []
+        for line in self._scontrol().splitlines():
+            name = line.split()[0].split("=")[1]
+            state = line.split("State=")[1].split()[0]
+            long = {"IDLE": "idle", "IDLE+DRAIN": "drained", "DOWN*": "down*"}[state]
+            reason = line.split("Reason=")[1].split(" [")[0] if "Reason=" in line else "none"
+            rows.append(f"{name}|{long}|{reason}")
+        return "\n".join(rows)
 
     # -- the link
     kind: str = "inject"
@@ -128,7 +139,7 @@ class FakeNode:
         if "## clock" in cmd:
             out = clock + f"## boot_id id=boot-{self.boot}\n"
             if "scontrol" in cmd:
-                out += f"## scontrol rc=0\n{self._scontrol()}\n"
+                out += f"## scontrol rc=0\n{self._scontrol('node2')}\n## sinfo rc=0\n{self._sinfo()}\n"
             if "nvidia-smi -L" in cmd:
                 out += "## gpus rc=0\n" + "\n".join(GPU.format(i=i) for i in range(self.gpus)) + "\n"
             return 0, out, ""
@@ -360,7 +371,9 @@ def test_every_step_is_valid_shell(method):
     steps = [commands.prepare(method, 0, "00000000:18:00.0", 79),
              commands.inject(method, 0, "00000000:18:00.0", 79, "0000:17:00.0", "0002"),
              commands.undo(method, 0, "00000000:18:00.0", 79, 8, "systemctl reboot", "0000:17:00.0", "0002"),
-             commands.poll(gpus=True), commands.gpu_bus_ids(), commands.reboot("systemctl reboot"),
+             commands.poll("node1", gpus=True), commands.poll("node1", scheduler="none"),
+             commands.kubectl_node("node1"), commands.kubectl_nodes(), commands.gpu_bus_ids(),
+             commands.reboot("systemctl reboot"),
              commands.gpu_job("node1", "srun -w {node} nvidia-smi -L", 30)]
     for step in steps:
         assert subprocess.run(["sh", "-n", "-c", step]).returncode == 0, step
@@ -401,6 +414,8 @@ class FakeK8s(FakeNode):
         self._tick()
         self._booted()
         self.commands.append("local: " + cmd)
+        if "kubectl get node node2 -o json" in cmd:
+            return 0, "## kubectl_node rc=0\n" + json.dumps({"kind": "Node", **self._node("node2")}) + "\n", ""
         if "kubectl get nodes -o json" in cmd:
             doc = {"apiVersion": "v1", "kind": "List", "items": [self._node(n) for n in NODES]}
             return 0, "## kubectl rc=0\n" + json.dumps(doc) + "\n", ""

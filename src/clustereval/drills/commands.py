@@ -40,14 +40,16 @@ def _clock(kind: str) -> str:
     return f"printf '## {kind} t=%s\\n' \"$(date +%s.%N)\""
 
 
-def poll(gpus: bool = False, scheduler: str = "slurm") -> str:
-    """One observation of the node: its clock and boot id, the scheduler's view of every node (Slurm:
-    ``scontrol -o show node``) and, when asked, the GPUs the driver lists (``nvidia-smi -L``)."""
+def poll(node: str, gpus: bool = False, scheduler: str = "slurm") -> str:
+    """One observation of the node: its clock and boot id, Slurm's view (the node in full with ``scontrol -o
+    show node NODE``, every node's state and reason with ``sinfo -N``: a few dozen bytes a node, so a
+    thousand-node cluster costs no megabyte a poll) and, when asked, the GPUs the driver lists."""
     parts = [_clock("clock"),
              "printf '## boot_id id=%s\\n' \"$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)\""]
     if scheduler == "slurm":
-        parts.append("if command -v scontrol >/dev/null 2>&1; then out=$(scontrol -o show node 2>&1); "
-                     "printf '## scontrol rc=%s\\n%s\\n' \"$?\" \"$out\"; "
+        parts.append(f"if command -v scontrol >/dev/null 2>&1; then out=$(scontrol -o show node {shlex.quote(node)} "
+                     "2>&1); printf '## scontrol rc=%s\\n%s\\n' \"$?\" \"$out\"; "
+                     "out=$(sinfo -h -N -o '%N|%T|%E' 2>&1); printf '## sinfo rc=%s\\n%s\\n' \"$?\" \"$out\"; "
                      "else echo '## scontrol rc=127 missing=yes'; fi")
     if gpus:
         parts.append("if command -v nvidia-smi >/dev/null 2>&1; then out=$(timeout 30 nvidia-smi -L 2>&1); "
@@ -165,6 +167,12 @@ def gpu_job(node: str, command: str, timeout_s: int) -> str:
 def kubectl_nodes() -> str:
     """Every node as the API server sees it (conditions, taints, unschedulable, allocatable, nodeInfo.bootID)."""
     return "out=$(kubectl get nodes -o json 2>&1); printf '## kubectl rc=%s\\n%s\\n' \"$?\" \"$out\""
+
+
+def kubectl_node(node: str) -> str:
+    """The drilled node alone (every poll; the whole list, for the bystanders, comes every few seconds)."""
+    return (f"out=$(kubectl get node {shlex.quote(node)} -o json 2>&1); "
+            "printf '## kubectl_node rc=%s\\n%s\\n' \"$?\" \"$out\"")
 
 
 def cordon(node: str) -> str:

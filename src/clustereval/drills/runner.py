@@ -21,6 +21,7 @@ from clustereval.drills import AUTO_ORDER, commands, timeline
 from clustereval.parsers.probe_drill import parse_step
 
 POLL_TIMEOUT_S = 60.0
+K8S_LIST_EVERY_S = 5.0
 
 
 class Unreachable(Exception):
@@ -125,6 +126,7 @@ class Drill:
         self.method: str | None = None
         self.pending: list[tuple[str, str, bool]] = []  # (journal id, undo command, on the controller) applied
         self.cordoned = False
+        self.polls = 0
         self.use_port_check = True
         self.end: dict[str, Any] = {}
         self.reachable = True
@@ -159,9 +161,17 @@ class Drill:
         sent = self.clock()
         api = ""
         if self.s.scheduler == "k8s":
-            rc, out, err = self.link.local(commands.kubectl_nodes(), POLL_TIMEOUT_S)
-            api = out if rc == 0 else f"## kubectl rc={rc}\n{err[-500:]}\n"
-        node_cmd = commands.poll(gpus=gpus, scheduler="slurm" if self.s.scheduler == "slurm" else "none")
+            # The node every poll; every node (a 1000-node list is megabytes) every few seconds, for bystanders.
+            every = max(1, round(K8S_LIST_EVERY_S / max(self.s.poll_s, 0.1)))
+            wanted = [commands.kubectl_node(self.s.target)]
+            if self.polls % every == 0:
+                wanted.append(commands.kubectl_nodes())
+            for cmd in wanted:
+                rc, out, err = self.link.local(cmd, POLL_TIMEOUT_S)
+                api += out if out.startswith("## ") else f"## kubectl rc={rc}\n{err[-500:]}\n"
+        self.polls += 1
+        node_cmd = commands.poll(self.s.target, gpus=gpus,
+                                 scheduler="slurm" if self.s.scheduler == "slurm" else "none")
         if not self.reachable and self.use_port_check and self.link.port_open() is False:
             entry: dict[str, Any] = {"ok": False, "error": "the SSH port does not answer"}
         else:
@@ -189,7 +199,7 @@ class Drill:
         self.log.add({"kind": "start", "at": self.clock(), "drill": s.kind, "target": s.target, "targets": s.targets,
                       "method": s.method, "xid": s.xid if s.kind == "inject" else None, "gpu": s.gpu,
                       "dry_run": s.dry_run, "params": s.params,
-                      "poll_cmd": commands.poll(gpus=True, scheduler=s.scheduler),
+                      "poll_cmd": commands.poll(s.target, gpus=True, scheduler=s.scheduler),
                       "limits": {"detect_s": s.detect_limit_s, "return_s": s.return_limit_s, "poll_s": s.poll_s}})
         try:
             self._drill()

@@ -25,6 +25,7 @@ from clustereval.parsers.errors import ParseError
 from clustereval.parsers.kubectl_nodes import parse as parse_kubectl_nodes
 from clustereval.parsers.probe_sections import sections
 from clustereval.parsers.slurm import parse as parse_slurm
+from clustereval.parsers.slurm import parse_sinfo_columns
 
 _GPU_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+)\)")
 _BUS_ROW = re.compile(r"^\s*(\d+)\s*,\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
@@ -112,6 +113,22 @@ def _alerts(rc: int | None, body: list[str], warnings: list[str]) -> dict[str, A
     return {"rc": rc, "firing": firing}
 
 
+def _sinfo_nodes(body: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """``sinfo -h -N -o '%N|%T|%E'``: every node's state and reason (a node in two partitions is listed twice)."""
+    try:
+        parsed = parse_sinfo_columns("\n".join(body), ["NODELIST", "STATE", "REASON"], pipe=True)
+    except ParseError as exc:
+        return {}, [f"sinfo output not understood: {exc}"]
+    nodes = {}
+    for node in parsed.get("nodes", []):
+        usable = node.get("state") in _USABLE and not (node.get("drain") or node.get("down")
+                                                        or node.get("not_responding"))
+        nodes[node["name"]] = {"state": node.get("state"), "drain": bool(node.get("drain")),
+                               "down": bool(node.get("down")), "not_responding": bool(node.get("not_responding")),
+                               "usable": usable, "reason": node.get("reason"), "taints": [], "registration": None}
+    return nodes, list(parsed.get("warnings") or [])
+
+
 @register("probe-drill-step")
 def parse_step(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {"clock": None, "fault_at": None, "boot_id": None, "scheduler": None, "gpus": None,
@@ -131,10 +148,18 @@ def parse_step(text: str) -> dict[str, Any]:
             out["scheduler"] = {"kind": "slurm", "rc": _int(sec.get("rc")), "missing": sec.get("missing") == "yes",
                                 "nodes": nodes, "output": "\n".join(body)[-2000:]}
             warnings += more
-        elif kind == "kubectl":
-            nodes, more = _k8s_nodes(body) if _int(sec.get("rc")) == 0 else ({}, [])
-            out["scheduler"] = {"kind": "k8s", "rc": _int(sec.get("rc")), "missing": sec.get("missing") == "yes",
-                                "nodes": nodes, "output": "\n".join(body)[-2000:]}
+        elif kind in ("kubectl", "kubectl_node", "sinfo"):
+            # Every node's state (kubectl's list, sinfo) beside the drilled node's own full record.
+            ok = _int(sec.get("rc")) == 0
+            nodes, more = (_k8s_nodes(body) if kind != "sinfo" else _sinfo_nodes(body)) if ok else ({}, [])
+            current = out["scheduler"] or {"kind": "slurm" if kind == "sinfo" else "k8s", "rc": _int(sec.get("rc")),
+                                           "missing": False, "nodes": {}, "output": ""}
+            mine = kind == "kubectl_node"
+            current["nodes"] = {**nodes, **current["nodes"]} if not mine else {**current["nodes"], **nodes}
+            if mine:  # the drilled node's own record says whether the scheduler answered about it
+                current["rc"] = _int(sec.get("rc"))
+                current["output"] = "\n".join(body)[-2000:]
+            out["scheduler"] = current
             warnings += more
         elif kind == "alerts":
             out["alerts"] = _alerts(_int(sec.get("rc")), body, warnings)
