@@ -32,6 +32,7 @@ class Provider:
     bystander: str | None = None              # a healthy node its health check drains meanwhile
     dcgm: bool = True
     reboot_works: bool = True                 # the reboot command reboots (False: nothing happens)
+    spare_after: float | None = None          # node3 is a drained spare, put in service this long after the fault
 
 
 @dataclass
@@ -107,6 +108,9 @@ class FakeNode:
                 state, reason = self._state()
             elif name == self.provider.bystander and self._since() is not None and self._since() > 1:
                 state, reason = "IDLE+DRAIN", "NHC: check_gpu timed out"
+            elif name == "node3" and self.provider.spare_after is not None and \
+                    (self._since() is None or self._since() < self.provider.spare_after):
+                state, reason = "IDLE+DRAIN", "spare"
             start = self.slurmd_start if name == "node2" else "2026-12-01T10:00:00"
             line = f"NodeName={name} Arch=x86_64 CPUTot=64 State={state} SlurmdStartTime={start} CfgTRES=cpu=64"
             if reason:
@@ -524,3 +528,12 @@ def test_an_unreachable_alertmanager_is_no_detection_and_no_crash(tmp_path):
     assert said.startswith("## alerts rc=1")
     parsed = parse("probe-drill-step", said)
     assert parsed["alerts"]["rc"] == 1 and parsed["alerts"]["firing"] == []
+
+
+def test_a_spare_in_service_counts_as_capacity_back(tmp_path):
+    _, d, text = drill(tmp_path, Provider(reboot_after=None, resume_after=None, spare_after=8), return_limit_s=20)
+    assert d.end["reason"] == "not_returned"
+    back = judge(text, "fault.inject.return")
+    assert back["status"] == "pass" and "spare node3" in back["summary"] and 7.5 < back["value"] < 9, back
+    assert judge(text, "fault.drill.bystanders")["status"] == "pass"  # a spare coming in is no bystander
+    assert judge(text, "fault.inject.cleared")["status"] == "skip"

@@ -194,9 +194,13 @@ def inject_return(ctx: Context) -> Verdict:
         returned = "returned" in tl.milestones
         said = ("was returned to service but no GPU job ran on it" if returned else
                 f"stayed out of service ({tl.last.get('state')}: {tl.last.get('reason')})")
-        replacement = f"; a replacement came into service: {', '.join(tl.replacements)}" if tl.replacements else ""
-        return _missing(ctx, "fault.inject.return", tl, f"{tl.target} {said} for {limit:g} s after the fault"
-                        f"{replacement}")
+        spare = tl.milestones.get("replacement")
+        if spare is not None and not returned:
+            # Capacity is back when a replacement stands in: the bar counts that as well as a repair.
+            return _graded(ctx, "fault.inject.return", tl, spare.after_s,
+                           f"{tl.target} {said}, and the provider's spare {spare.detail.get('node')} came into "
+                           f"service in its place", replacements=tl.replacements)
+        return _missing(ctx, "fault.inject.return", tl, f"{tl.target} {said} for {limit:g} s after the fault")
     detected = tl.milestones["detected"]
     in_drain = round(tl.milestones["returned"].at - detected.at, 3)
     rebooted = " after a reboot" if "new_boot" in tl.milestones else " without a reboot"

@@ -8,7 +8,8 @@ is on the controller's clock and counted from the fault (the injection, or the r
 Milestones: ``down`` (the node stopped answering), ``ssh_back`` (it answers again), ``new_boot`` (its boot id
 changed), ``detected`` (the scheduler took it out of service, or it went down: the provider reacted),
 ``returned`` (usable in the scheduler again after that; after a reboot, with a new slurmd start time),
-``gpu_job`` (a GPU command ran in a job on it).
+``gpu_job`` (a GPU command ran in a job on it), ``replacement`` (after the detection, a node that was out of
+service before the drill came into it: the provider's spare), ``alerted`` (an alert about it fired).
 """
 
 from __future__ import annotations
@@ -149,6 +150,8 @@ def build(parsed: dict[str, Any]) -> Timeline:
             if back_ready and usable and "returned" not in milestones:
                 mark("returned", entry, previous_sent, state=state.get("state"))
             _others(entry, target, targets, baseline, bystanders, replacements, t0)
+            if replacements and "detected" in milestones and "replacement" not in milestones:
+                mark("replacement", entry, previous_sent, node=replacements[0], state="spare in service")
         previous_sent = float(entry["sent"])
     job_lo = milestones["returned"].at if "returned" in milestones else t0
     for entry in entries:
