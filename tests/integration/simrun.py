@@ -85,6 +85,12 @@ def simulated_cluster(directory: Path, nodes: int, profile: str) -> Iterator[Pat
         cluster.down(directory)
 
 
+def truth(directory: Path, node: str, event: str, after: float = 0.0, **match: object) -> list[dict]:
+    """The simulator's ground-truth events ``event`` of ``node`` at or after ``after`` whose fields match."""
+    return [e for e in cluster.ground_truth(directory, node) if e["event"] == event and e["t"] >= after
+            and all(e.get(k) == v for k, v in match.items())]
+
+
 def _sim_and_run_dirs(tmp: Path | pytest.TempPathFactory, profile: str) -> tuple[Path, Path]:
     if isinstance(tmp, pytest.TempPathFactory):
         return tmp.mktemp(f"sim-{profile}"), tmp.mktemp("runs") / profile

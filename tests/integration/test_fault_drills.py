@@ -26,6 +26,7 @@ from tests.integration.simrun import (
     load_result_list,
     run_playbook,
     simulated_cluster,
+    truth,
 )
 from tests.integration.test_engine import processes, start_playbook
 
@@ -50,11 +51,6 @@ def faults(*entries: dict) -> list[str]:
 def latest(run_dir: Path) -> dict:
     return {(r["check"], r["subject"], results.params_key(r.get("params"))): r
             for r in results.latest(load_result_list(run_dir))}
-
-
-def truth(directory: Path, node: str, event: str, after: float = 0.0, **match) -> list[dict]:
-    return [e for e in cluster.ground_truth(directory, node) if e["event"] == event and e["t"] >= after
-            and all(e.get(k) == v for k, v in match.items())]
 
 
 def drill_log(run_dir: Path, node: str, name: str) -> list[dict]:

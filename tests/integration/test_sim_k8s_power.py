@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clustereval.sim import cluster
-from tests.integration.simrun import REQUIRES_SIM, read_inventory, ssh
+from tests.integration.simrun import REQUIRES_SIM, read_inventory, ssh, truth
 
 pytestmark = REQUIRES_SIM
 
@@ -35,10 +35,6 @@ def wait(predicate, timeout: float, interval: float = 0.1) -> bool:
             return True
         time.sleep(interval)
     return bool(predicate())
-
-
-def events(directory: Path, node: str, name: str) -> list[dict]:
-    return [e for e in cluster.ground_truth(directory, node) if e["event"] == name]
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +114,7 @@ spec:
     assert logs[0] == "node1" and len(logs) == 9 and logs[1].startswith("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-")
     pod = json.loads(kubectl("get", "pod", "gpu-check", "-o", "json").stdout)
     assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
-    assert [e["exit_code"] for e in events(directory, "node1", "pod_finished")] == [0]
+    assert [e["exit_code"] for e in truth(directory, "node1", "pod_finished")] == [0]
     assert kubectl("delete", "pod", "gpu-check").stdout == 'pod "gpu-check" deleted\n'
     missing = kubectl("get", "pod", "gpu-check", "-o", "json")
     assert (missing.returncode, missing.stderr) == (1, 'Error from server (NotFound): pods "gpu-check" not found\n')
@@ -139,9 +135,9 @@ spec:
                               "node/node1 drained\n")
     assert drained.stderr.startswith("Warning: deleting Pods that declare no controller: default/sleeper; "
                                      "ignoring DaemonSet-managed Pods: gpu-operator/nvidia-dcgm-exporter-")
-    assert events(directory, "node1", "pod_finished")[-1]["exit_code"] == 143  # SIGTERM
+    assert truth(directory, "node1", "pod_finished")[-1]["exit_code"] == 143  # SIGTERM
     assert kubectl("uncordon", "node1").stdout == "node/node1 uncordoned\n"
-    assert [e["by"] for e in events(directory, "node1", "k8s_cordoned")] == ["kubectl", "kubectl"]
+    assert [e["by"] for e in truth(directory, "node1", "k8s_cordoned")] == ["kubectl", "kubectl"]
 
 
 def test_reboot_over_ssh_makes_the_node_unknown_then_ready_with_a_new_boot_id(sim):
@@ -174,13 +170,13 @@ def test_kmsg_xid_sets_the_condition_and_the_provider_reboots_and_clears_it(sim)
     assert wait(lambda: condition(node(kubectl, "node3"), "NvidiaGPUProblem")["status"] == "True", 5)
     problem = condition(node(kubectl, "node3"), "NvidiaGPUProblem")
     assert (problem["reason"], problem["message"]) == ("XID79", XID_79)
-    detected = events(directory, "node3", "k8s_detected")[-1]
+    detected = truth(directory, "node3", "k8s_detected")[-1]
     assert detected["how"] == "condition" and detected["reason"] == "XID79" and detected["t"] >= written
-    assert wait(lambda: bool(events(directory, "node3", "k8s_cleared")), 25)
-    reboot = events(directory, "node3", "reboot_requested")[-1]
+    assert wait(lambda: bool(truth(directory, "node3", "k8s_cleared")), 25)
+    reboot = truth(directory, "node3", "reboot_requested")[-1]
     assert reboot["by"] == "remediation" and reboot["t"] - detected["t"] >= 1
-    cleared = events(directory, "node3", "k8s_cleared")[-1]
-    assert cleared["t"] > events(directory, "node3", "k8s_ready")[-1]["t"]
+    cleared = truth(directory, "node3", "k8s_cleared")[-1]
+    assert cleared["t"] > truth(directory, "node3", "k8s_ready")[-1]["t"]
     final = node(kubectl, "node3")
     assert condition(final, "NvidiaGPUProblem")["status"] == "False"
     assert condition(final, "Ready")["status"] == "True"

@@ -13,15 +13,10 @@ from pathlib import Path
 import pytest
 
 from clustereval.sim import cluster
-from tests.integration.simrun import read_inventory, ssh
+from tests.integration.simrun import REQUIRES_SIM, read_inventory, ssh, truth
 
 pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(os.geteuid() != 0, reason="the simulated cluster needs root"),
-    pytest.mark.skipif(
-        shutil.which("slurmctld") is None and not Path("/usr/sbin/slurmctld").exists(),
-        reason="slurmctld is not installed (apt-get install slurm-wlm munge openssh-server)",
-    ),
+    *REQUIRES_SIM,
     pytest.mark.skipif(shutil.which("setpci") is None, reason="setpci is not installed (apt-get install pciutils)"),
 ]
 
@@ -72,10 +67,6 @@ def port_open(address: str) -> bool:
         return s.connect_ex((address, 22)) == 0
 
 
-def events(directory: Path, node: str, name: str) -> list[dict]:
-    return [e for e in cluster.ground_truth(directory, node) if e["event"] == name]
-
-
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory):
     base = tmp_path_factory.mktemp("power")
@@ -113,7 +104,7 @@ def test_reboot_gives_a_new_boot_and_slurmd_registers_again(sim):
     tail = names[names.index("reboot_requested"):]
     assert [n for n in tail if n in ("reboot_requested", "down", "sshd_up", "slurmd_up")] == [
         "reboot_requested", "down", "sshd_up", "slurmd_up"]
-    assert events(directory, "node1", "sshd_up")[-1]["boot_id"] == boot_after[0]
+    assert truth(directory, "node1", "sshd_up")[-1]["boot_id"] == boot_after[0]
     other = ssh(directory, address, "systemctl is-active slurmd")
     assert other.returncode == 1 and "not been booted with systemd" in other.stderr
 
@@ -126,9 +117,9 @@ def test_dcgm_injection_fails_health_and_the_health_check_drains(sim):
     assert "| Overall Health            | Failure" in health
     assert "Detected 1 volatile double-bit ECC error(s) in GPU 2." in health
     assert wait(lambda: field(node_line(directory, "node1"), "Reason").startswith("DCGM"), 10)
-    drained = events(directory, "node1", "drained")[-1]
+    drained = truth(directory, "node1", "drained")[-1]
     assert drained["reason"] == "DCGM health" and drained["by"] == "healthcheck"
-    assert events(directory, "node1", "fault")[-1]["source"] == "dcgm_inject"
+    assert truth(directory, "node1", "fault")[-1]["source"] == "dcgm_inject"
     ssh(directory, hosts["node1"], "dcgmi test --inject --gpuid 2 --field 311 --value 0")
     assert "Overall Health            | Healthy" in ssh(directory, hosts["node1"], "dcgmi health -c").stdout
 
@@ -142,19 +133,19 @@ def test_kmsg_write_drains_and_remediation_reboots_and_resumes(sim):
     assert ring[0].startswith("[") and ring[0].endswith("] " + XID_48)
     assert ring[1].endswith(" node2 kernel: " + ring[0])
     assert wait(lambda: field(node_line(directory, "node2"), "Reason") == "XID", 6)  # "Reason=XID 48 [..."
-    fault = events(directory, "node2", "fault")[-1]
-    drained = events(directory, "node2", "drained")[-1]
+    fault = truth(directory, "node2", "fault")[-1]
+    drained = truth(directory, "node2", "drained")[-1]
     assert fault["xid"] == 48 and fault["t"] >= written
     assert drained["reason"] == "XID 48" and drained["t"] - fault["t"] < 2.5 + 1
-    assert any(e["t"] <= drained["t"] for e in events(directory, "node2", "healthcheck_run"))
+    assert any(e["t"] <= drained["t"] for e in truth(directory, "node2", "healthcheck_run"))
 
     def resumed() -> bool:
-        return bool(events(directory, "node2", "resumed")) and field(node_line(directory, "node2"), "State") == "IDLE"
+        return bool(truth(directory, "node2", "resumed")) and field(node_line(directory, "node2"), "State") == "IDLE"
 
     assert wait(resumed, 30), node_line(directory, "node2")
-    reboot = events(directory, "node2", "reboot_requested")[-1]
+    reboot = truth(directory, "node2", "reboot_requested")[-1]
     assert reboot["by"] == "remediation" and reboot["t"] - drained["t"] >= 2
-    assert events(directory, "node2", "resumed")[-1]["t"] > events(directory, "node2", "slurmd_up")[-1]["t"]
+    assert truth(directory, "node2", "resumed")[-1]["t"] > truth(directory, "node2", "slurmd_up")[-1]["t"]
 
 
 def test_secondary_bus_reset_with_real_setpci_loses_the_gpu_until_reboot(sim):
@@ -178,13 +169,13 @@ def test_secondary_bus_reset_with_real_setpci_loses_the_gpu_until_reboot(sim):
     assert "NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus." in ring
     assert "Overall Health            | Failure" in ssh(directory, address, "dcgmi health -c").stdout
     assert wait(lambda: field(node_line(directory, "node3"), "Reason") == "XID", 6)
-    sbr = [e for e in events(directory, "node3", "fault") if e["source"] == "sbr"]
+    sbr = [e for e in truth(directory, "node3", "fault") if e["source"] == "sbr"]
     assert sbr[0]["bridge"] == "0000:39:01.0" and sbr[0]["gpus"] == [1] and sbr[0]["xid"] == 79
     # the host's own PCI devices stay out of reach: only the simulated tree is there
     assert ssh(directory, address, "ls /sys/bus/pci/devices | head -1").stdout.strip() == "0000:15:01.0"
     # only a reboot brings the GPU back
     ssh(directory, address, "reboot")
-    assert wait(lambda: len(events(directory, "node3", "slurmd_up")) >= 2, 15)
+    assert wait(lambda: len(truth(directory, "node3", "slurmd_up")) >= 2, 15)
     assert ssh(directory, address, "nvidia-smi -L | wc -l").stdout.strip() == "8"
 
 
