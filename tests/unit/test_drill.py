@@ -47,6 +47,7 @@ class FakeNode:
     commands: list[str] = field(default_factory=list)
     journal: list[tuple[str, str, Any]] = field(default_factory=list)
     interrupt_at: float | None = None
+    no_slurm: bool = False
 
     # -- the clock
     def clock(self) -> float:
@@ -142,7 +143,9 @@ class FakeNode:
         clock = f"## clock t={self.now}\n"
         if "## clock" in cmd:
             out = clock + f"## boot_id id=boot-{self.boot}\n"
-            if "scontrol" in cmd:
+            if "scontrol" in cmd and self.no_slurm:
+                out += "## scontrol rc=127 missing=yes\n"
+            elif "scontrol" in cmd:
                 out += f"## scontrol rc=0\n{self._scontrol('node2')}\n## sinfo rc=0\n{self._sinfo()}\n"
             if "nvidia-smi -L" in cmd:
                 out += "## gpus rc=0\n" + "\n".join(GPU.format(i=i) for i in range(self.gpus)) + "\n"
@@ -537,3 +540,17 @@ def test_a_spare_in_service_counts_as_capacity_back(tmp_path):
     assert back["status"] == "pass" and "spare node3" in back["summary"] and 7.5 < back["value"] < 9, back
     assert judge(text, "fault.drill.bystanders")["status"] == "pass"  # a spare coming in is no bystander
     assert judge(text, "fault.inject.cleared")["status"] == "skip"
+
+
+def test_a_node_without_slurm_client_is_skipped_with_the_way_out(tmp_path):
+    node = FakeNode(Provider(), no_slurm=True)
+    path = str(tmp_path / "log.jsonl")
+    s = runner.Settings(kind="reboot", target="node2", targets=["node2"])
+    d = runner.Drill(node, s, runner.DrillLog(path, node.clock), runner.Journal(lambda *a: "j", lambda *a: None),
+                     clock=node.clock, sleep=node.sleep)
+    d.run()
+    assert d.end["reason"] == "no_scheduler" and "clustereval_harness=k8s" in d.end["detail"]
+    assert node.t0 is None  # nothing was rebooted
+    with open(path, encoding="utf-8") as fh:
+        result = judge(fh.read(), "fault.reboot.recovery")
+    assert result["status"] == "skip" and "scontrol is not installed" in result["summary"]

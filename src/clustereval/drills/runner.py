@@ -226,6 +226,10 @@ class Drill:
         state = timeline._target_state(first, s.target)
         scheduler = (first["observed"].get("scheduler") or {})
         tool = "kubectl on the controller" if s.scheduler == "k8s" else f"scontrol on {s.target}"
+        if scheduler.get("missing") or (s.scheduler == "slurm" and not scheduler):
+            self._finish("no_scheduler", detail=f"scontrol is not installed on {s.target}: a Slurm drill reads the "
+                                                "scheduler there (for Kubernetes set clustereval_harness=k8s)")
+            return
         if scheduler.get("rc") != 0:
             self._finish("no_scheduler", detail=f"{tool} did not answer (rc {scheduler.get('rc')}): "
                                                 f"{str(scheduler.get('output'))[-300:]}")
