@@ -51,7 +51,12 @@ class ActionModule(ActionBase):
         if not out:
             out = default_run_dir(task_vars.get("playbook_dir") or os.getcwd(), started)
         run_dir = os.path.abspath(os.path.expanduser(str(out)))
-        os.makedirs(os.path.join(run_dir, "raw"), exist_ok=True)
+        created = not os.path.exists(run_dir)
+        os.makedirs(os.path.join(run_dir, "raw"), mode=0o700, exist_ok=True)
+        if created:
+            # Raw outputs hold account lists, package lists and scheduler configuration: a run folder we
+            # create is the operator's alone (its mode guards every file in it). One they named is left as is.
+            os.chmod(run_dir, 0o700)
         run_id = f"{started.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
         from ansible.release import __version__ as ansible_version
 

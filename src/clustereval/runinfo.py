@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-SECRET_WORDS = re.compile(r"pass|secret|token|key|credential|auth", re.I)
+from clustereval import redact
 
 
 def timestamp(moment: datetime | None = None) -> str:
@@ -37,16 +36,16 @@ def write_json(path: str | os.PathLike[str], data: Any) -> None:
 
 
 def safe_options(task_vars: dict[str, Any]) -> dict[str, Any]:
-    """The ``clustereval_*`` settings of this run, minus anything that looks like a secret."""
+    """The ``clustereval_*`` settings of this run with every secret redacted (``clustereval.redact``: by name
+    at any depth, vault values, credentials in URLs, and any secret value of any variable wherever it recurs)."""
+    secrets = redact.secret_values(task_vars)
     out: dict[str, Any] = {}
     for name, value in task_vars.items():
         if not name.startswith("clustereval_") or name in ("clustereval_run_dir", "clustereval_run_id"):
             continue
         if isinstance(value, str) and "{{" in value:
             continue  # derived settings (playbook expressions), not something the operator chose
-        if SECRET_WORDS.search(name):
-            out[name] = "<redacted>"
-            continue
+        value = redact.redact(value, secrets, name)
         try:
             json.dumps(value)
         except (TypeError, ValueError):

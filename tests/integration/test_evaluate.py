@@ -63,6 +63,7 @@ def test_cli_writes_the_whole_run_directory(cli_run):
     assert "checks" in proc.stderr  # progress lines: hosts x checks done
     for name in ("results.jsonl", "score.json", "report.md", "junit.xml", "run.json"):
         assert (run_dir / name).is_file(), name
+    assert (run_dir.stat().st_mode & 0o777) == 0o700  # raw outputs are the operator's alone
     items = results(run_dir)
     assert all(problems(r) == [] for r in items)
     keyed = by_key(items)
