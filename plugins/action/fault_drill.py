@@ -108,7 +108,6 @@ author: clustereval developers
 
 import os
 import shlex
-import signal
 import socket
 import subprocess
 import threading
@@ -118,7 +117,7 @@ from typing import Any
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 
-from clustereval import checks, journal, rundir, runinfo, series
+from clustereval import checks, interrupts, journal, rundir, runinfo, series
 from clustereval import facts as facts_mod
 from clustereval.checks import catalogue
 from clustereval.checks.fault_drill import DrillRecord
@@ -130,12 +129,6 @@ CHECKS = {
     "inject": ["fault.inject.detection", "fault.inject.return", "fault.inject.cleared", "fault.inject.action",
                "fault.drill.bystanders"],
 }
-INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
-ACTIVE_DIR = os.path.join("sessions", "active")
-
-
-class Interrupted(Exception):
-    """The drill was cut short (the message says by what)."""
 
 
 class _Link:
@@ -314,42 +307,22 @@ class ActionModule(ActionBase):
         def restored(entry_id: str, outcome: str, detail: dict[str, Any]) -> None:
             journal.restored(run_dir, entry_id, outcome=outcome, detail=detail)
 
-        parent = os.getppid()
-
-        def sleep(seconds: float) -> None:
-            deadline = time.monotonic() + seconds
-            while True:
-                if os.getppid() != parent:
-                    raise Interrupted("the controller process went away (ansible-playbook is gone)")
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                time.sleep(min(left, 0.25))
-
-        def on_signal(signum, frame):
-            for sig in INTERRUPTS:  # one is enough: the restore runs to its end
-                signal.signal(sig, signal.SIG_IGN)
-            raise Interrupted(f"the run was interrupted ({signal.Signals(signum).name}: Ctrl-C or a cancelled job)")
-
-        previous = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
-        marker = os.path.join(run_dir, ACTIVE_DIR, f"{rundir.safe(host)}-{os.path.basename(log_path)}.pid")
-        runinfo.mark_active(marker)
-        drill = runner.Drill(_Link(self, address, port), settings, runner.DrillLog(log_path, time.time),
-                             runner.Journal(applied, restored), sleep=sleep)
-        for sig in INTERRUPTS:
-            signal.signal(sig, on_signal)
         interrupted = False
-        try:
-            drill.run()
-        except Interrupted:
-            interrupted = True
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        marker = f"{rundir.safe(host)}-{os.path.basename(log_path)}"
+        with runinfo.recording(run_dir, marker), interrupts.Guard() as guard:
+
+            def sleep(seconds: float) -> None:
+                deadline = time.monotonic() + seconds
+                while (left := deadline - time.monotonic()) > 0:
+                    guard.check_parent()
+                    time.sleep(min(left, 0.25))
+
+            drill = runner.Drill(_Link(self, address, port), settings, runner.DrillLog(log_path, time.time),
+                                 runner.Journal(applied, restored), sleep=sleep, before_restore=guard.ignore)
             try:
-                os.unlink(marker)
-            except OSError:
-                pass
+                drill.run()
+            except interrupts.Interrupted:
+                interrupted = True
         return drill.end, interrupted
 
     def _task_result(self, items: list[dict[str, Any]]) -> dict[str, Any]:

@@ -73,7 +73,6 @@ author: clustereval developers
 """
 
 import os
-import signal
 import time
 from typing import Any
 
@@ -81,7 +80,7 @@ from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 from ansible_collections.clustereval.gpu.plugins.module_utils import session_runner
 
-from clustereval import checks, journal, remote, rundir, runinfo, sessions
+from clustereval import checks, interrupts, journal, remote, rundir, runinfo, sessions
 from clustereval import facts as facts_mod
 from clustereval.checks import catalogue, probe_catalogue
 from clustereval.results import TASK_RESULT_KEY, now_iso, to_task_result
@@ -92,15 +91,8 @@ with open(session_runner.__file__, encoding="utf-8") as _source:
 STATES = ("run", "started", "stopped")
 # Beyond its duration, how long the controller waits for the node to end the session by itself.
 END_GRACE_S = 30.0
-# What Ansible's main process passes on to its workers when it is interrupted.
-INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 # How long a started server gets before the first look says whether it is still running.
 SETTLE_S = 0.5
-ACTIVE_DIR = os.path.join("sessions", "active")
-
-
-class Interrupted(Exception):
-    """The session was cut short (the message says by what)."""
 
 
 class ActionModule(ActionBase):
@@ -188,59 +180,42 @@ class ActionModule(ActionBase):
         interval = max(0.2, float(args.get("poll_interval_s") or 5))
         recorder = sessions.Recorder(self._run_dir, self._host, self._name, self._streams)
         view = sessions.SessionView(recorder, self._name)
-        marker = self._mark_active()
-        previous = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
-        parent = os.getppid()
         interrupted: str | None = None
         lost: str | None = None
         entry = None
         polls = 0
-
-        def on_signal(signum, frame):
-            for sig in INTERRUPTS:  # one is enough: the clean-up below runs to its end
-                signal.signal(sig, signal.SIG_IGN)
-            raise Interrupted(f"the run was interrupted ({signal.Signals(signum).name}: Ctrl-C or a cancelled job)")
-
-        for sig in INTERRUPTS:
-            signal.signal(sig, on_signal)
-        try:
-            entry, _ = self._start(args)
-            view.started = now_iso()
-            deadline = time.monotonic() + (duration + END_GRACE_S if duration > 0 else float("inf"))
-            next_poll = time.monotonic() + interval
-            while True:
-                time.sleep(max(0.0, next_poll - time.monotonic()))
-                next_poll += interval
-                if os.getppid() != parent:
-                    raise Interrupted("the controller process went away (ansible-playbook is gone)")
-                answer = self._remote("poll", offsets=recorder.offsets)
-                if answer.get("failed"):
-                    raise AnsibleActionFail(f"polling session {self._name} on {self._host}: {answer.get('msg')}")
-                polls += 1
-                self._judge_live(view, recorder.feed(answer))
-                if answer.get("more"):
-                    next_poll = time.monotonic()
-                    continue
-                if answer.get("state") in ("ended", "lost") or time.monotonic() > deadline:
-                    break
-        except Interrupted as exc:
-            interrupted = str(exc)
-        except AnsibleConnectionFailure as exc:
-            lost = f"{self._host} stopped answering during session {self._name}: {str(exc)[:300]}"
-        finally:
-            # The clean-up runs to its end whatever signal comes next: a second one is ignored.
-            for sig in INTERRUPTS:
-                signal.signal(sig, signal.SIG_IGN)
+        marker = f"{rundir.safe(self._host)}-{rundir.safe(self._name)}"
+        with runinfo.recording(self._run_dir, marker), interrupts.Guard() as guard:
             try:
+                entry, _ = self._start(args)
+                view.started = now_iso()
+                deadline = time.monotonic() + (duration + END_GRACE_S if duration > 0 else float("inf"))
+                next_poll = time.monotonic() + interval
+                while True:
+                    time.sleep(max(0.0, next_poll - time.monotonic()))
+                    next_poll += interval
+                    guard.check_parent()
+                    answer = self._remote("poll", offsets=recorder.offsets)
+                    if answer.get("failed"):
+                        raise AnsibleActionFail(f"polling session {self._name} on {self._host}: {answer.get('msg')}")
+                    polls += 1
+                    self._judge_live(view, recorder.feed(answer))
+                    if answer.get("more"):
+                        next_poll = time.monotonic()
+                        continue
+                    if answer.get("state") in ("ended", "lost") or time.monotonic() > deadline:
+                        break
+            except interrupts.Interrupted as exc:
+                interrupted = str(exc)
+            except AnsibleConnectionFailure as exc:
+                lost = f"{self._host} stopped answering during session {self._name}: {str(exc)[:300]}"
+            finally:
+                guard.ignore()  # the clean-up runs to its end whatever signal comes next
                 if entry is not None and lost is None:
                     self._stop(recorder, view, entry)
                 view.final, view.interrupted = True, interrupted or lost
                 view.ended = view.ended or now_iso()
                 items = self._judge_final(view)
-            finally:
-                self._clear_active(marker)
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
         if lost:
             return {"unreachable": True, "msg": lost, **self._task_result(items, recorder, polls)}
         if interrupted:
@@ -316,17 +291,3 @@ class ActionModule(ActionBase):
                 "clustereval_session": {"name": self._name, "polls": polls, "streams": recorder.stats(),
                                         "series": recorder.series_refs()}}
 
-    # ------------------------------------------------------------------ interruption hand-shake
-    def _mark_active(self) -> str:
-        """A file saying this worker is still recording into the run directory: the results callback waits
-        for it (a little) before it writes the reports of an interrupted run."""
-        path = os.path.join(self._run_dir, ACTIVE_DIR, f"{rundir.safe(self._host)}-{rundir.safe(self._name)}.pid")
-        runinfo.mark_active(path)
-        return path
-
-    @staticmethod
-    def _clear_active(path: str) -> None:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -89,6 +91,19 @@ def mark_active(path: str | os.PathLike[str]) -> None:
     """Say this process records into the run directory: its PID and start time (so a reused PID is not it)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(f"{os.getpid()} {process_start(os.getpid())}\n", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def recording(run_dir: str | os.PathLike[str], name: str) -> Iterator[None]:
+    """While the block runs, a marker says this worker still records into the run directory: the results
+    callback waits for it (a little) before it writes the reports of an interrupted run."""
+    path = Path(run_dir) / ACTIVE_SESSIONS / f"{name}.pid"
+    mark_active(path)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def active_sessions(run_dir: str | os.PathLike[str]) -> list[str]:

@@ -104,21 +104,19 @@ def inject(method: str, gpu: int, bus_id: str, xid: int, bridge: str | None = No
            control: str | None = None) -> str:
     """The injection itself; prints ``## fault t=`` (the node's clock) the moment the fault is in place."""
     if method == "dcgm":
-        return (f"out=$(dcgmi test --inject --gpuid {int(gpu)} -f {DCGM_FIELD_XID} -v {int(xid)} 2>&1); rc=$?; "
+        return (f"out=$({_dcgm_inject(gpu, xid)} 2>&1); rc=$?; "
                 f"{_clock('fault')}; printf '## dcgmi rc=%s\\n%s\\n' \"$rc\" \"$out\"; exit $rc")
     if method == "kmsg":
-        line = shlex.quote(f"<4>{kmsg_line(xid, bus_id)}")
-        return (f"timeout 5 sh -c 'printf \"%s\\n\" \"$1\" > /dev/kmsg' sh {line}; rc=$?; {_clock('fault')}; "
+        return (f"{_to_kmsg(4, kmsg_line(xid, bus_id))}; rc=$?; {_clock('fault')}; "
                 f"printf '## kmsg rc=%s line=%s\\n' \"$rc\" {shlex.quote(kmsg_line(xid, bus_id))}; exit $rc")
     if method == "sbr":
-        b, c = shlex.quote(str(bridge)), shlex.quote(str(control))
-        restore = f"setpci -A linux-sysfs -s {b} BRIDGE_CONTROL.w={c}"
+        restore = _bridge_control(str(bridge), str(control))
         # The trap puts the bridge back even when the session is cut while the reset is held.
-        return (f"trap '{restore}' INT TERM HUP; "
-                f"setpci -A linux-sysfs -s {b} BRIDGE_CONTROL.w=0040:0040 || exit 1; {_clock('fault')}; "
+        return (f"trap {shlex.quote(restore)} INT TERM HUP; "
+                f"{_bridge_control(str(bridge), '0040:0040')} || exit 1; {_clock('fault')}; "
                 f"sleep {SBR_HOLD_S}; {restore}; rc=$?; trap - INT TERM HUP; "
                 f"now=$(date +%s.%N); printf '## restored rc=%s t=%s control=%s\\n' \"$rc\" \"$now\" "
-                f"\"$(setpci -A linux-sysfs -s {b} BRIDGE_CONTROL.w)\"; "
+                f"\"$({_bridge_control(str(bridge))})\"; "
                 "exit $rc")
     raise ValueError(f"unknown injection method {method!r}")
 
@@ -130,17 +128,30 @@ def undo(method: str, gpu: int, bus_id: str, xid: int, expected_gpus: int, reboo
     else brings a GPU back from an Xid 79). A kernel-log line cannot be withdrawn: the restore writes a
     line saying the Xid above was ours, for whoever reads the log next."""
     if method == "dcgm":
-        return f"dcgmi test --inject --gpuid {int(gpu)} -f {DCGM_FIELD_XID} -v 0"
+        return _dcgm_inject(gpu, 0)
     if method == "kmsg":
-        note = shlex.quote(f"<5>clustereval: the Xid {int(xid)} line above for PCI:{sysfs_bdf(bus_id)} was "
-                           "written by a fault drill; no hardware fault")
-        return f"timeout 5 sh -c 'printf \"%s\\n\" \"$1\" > /dev/kmsg' sh {note}"
+        return _to_kmsg(5, f"clustereval: the Xid {int(xid)} line above for PCI:{sysfs_bdf(bus_id)} was written "
+                           "by a fault drill; no hardware fault")
     if method == "sbr":
-        b, c = shlex.quote(str(bridge)), shlex.quote(str(control))
-        return (f"setpci -A linux-sysfs -s {b} BRIDGE_CONTROL.w={c}; "
+        return (f"{_bridge_control(str(bridge), str(control))}; "
                 f"[ \"$(timeout 30 nvidia-smi -L 2>/dev/null | grep -c '^GPU ')\" -ge {int(expected_gpus)} ] || "
                 f"{{ {_detached(reboot_cmd)} sleep 0.5; }}")
     raise ValueError(f"unknown injection method {method!r}")
+
+
+def _dcgm_inject(gpu: int, value: int) -> str:
+    return f"dcgmi test --inject --gpuid {int(gpu)} -f {DCGM_FIELD_XID} -v {int(value)}"
+
+
+def _to_kmsg(priority: int, text: str) -> str:
+    """Write one kernel log line at ``priority`` (never blocking for more than 5 s)."""
+    return f"timeout 5 sh -c 'printf \"%s\\n\" \"$1\" > /dev/kmsg' sh {shlex.quote(f'<{int(priority)}>{text}')}"
+
+
+def _bridge_control(bridge: str, value: str | None = None) -> str:
+    """Read (``value`` None) or write a bridge's control word through sysfs only, never raw port I/O."""
+    where = f"setpci -A linux-sysfs -s {shlex.quote(bridge)} BRIDGE_CONTROL.w"
+    return where if value is None else f"{where}={shlex.quote(value)}"
 
 
 def reboot(command: str) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from clustereval.drills import AUTO_ORDER, commands, timeline
+from clustereval.interrupts import Interrupted
 from clustereval.parsers.probe_drill import parse_step
 
 POLL_TIMEOUT_S = 60.0
@@ -118,10 +119,12 @@ class Journal:
 class Drill:
     def __init__(self, link: Link, settings: Settings, log: DrillLog, journal: Journal,
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
-                 fetch_alerts: Callable[[str], str] | None = None):
+                 fetch_alerts: Callable[[str], str] | None = None,
+                 before_restore: Callable[[], None] | None = None):
         self.link, self.s, self.log, self.journal = link, settings, log, journal
         self.clock, self.sleep = clock, sleep
         self.fetch_alerts = fetch_alerts or alertmanager_alerts
+        self.before_restore = before_restore  # e.g. stop signals from cutting the restore short
         self.t0: float | None = None
         self.method: str | None = None
         self.pending: list[tuple[str, str, bool]] = []  # (journal id, undo command, on the controller) applied
@@ -140,20 +143,21 @@ class Drill:
             return self.log.add({"kind": kind, "step": step, "sent": sent, "received": self.clock(), "ok": True,
                                  "rc": rc, "stdout": out, "stderr": err[-2000:], "cmd": cmd, "where": "controller",
                                  **extra})
+        answer = self._on_node(cmd, timeout_s)
+        return self.log.add({"kind": kind, "step": step, "sent": sent, "received": self.clock(), **answer,
+                             **({"cmd": cmd} if answer["ok"] else {}), **extra})
+
+    def _on_node(self, cmd: str, timeout_s: float) -> dict[str, Any]:
+        """``cmd`` over SSH: its answer, or why the node did not answer (then the connection is reset and the
+        node counts as unreachable until it answers again)."""
         try:
             rc, out, err = self.link.run(cmd, timeout_s)
         except Unreachable as exc:
             self.reachable = False
             self.link.reset()
-            return self.log.add({"kind": kind, "step": step, "sent": sent, "received": self.clock(), "ok": False,
-                                 "error": str(exc)[:500], **extra})
+            return {"ok": False, "error": str(exc)[:500]}
         self.reachable = True
-        entry: dict[str, Any] = {"kind": kind, "step": step, "sent": sent, "received": self.clock(), "ok": True,
-                                 "rc": rc, "stdout": out, "stderr": err[-2000:], **extra}
-        if kind != "poll":  # the poll's command is in the start entry, once
-            entry["cmd"] = cmd
-        added = self.log.add(entry)
-        return added
+        return {"ok": True, "rc": rc, "stdout": out, "stderr": err[-2000:]}
 
     def _poll(self, gpus: bool = False) -> dict[str, Any]:
         """One observation: the node over SSH (its boot id, Slurm's view, GPUs) and, on Kubernetes, the API
@@ -175,14 +179,7 @@ class Drill:
         if not self.reachable and self.use_port_check and self.link.port_open() is False:
             entry: dict[str, Any] = {"ok": False, "error": "the SSH port does not answer"}
         else:
-            try:
-                rc, out, err = self.link.run(node_cmd, POLL_TIMEOUT_S)
-                self.reachable = True
-                entry = {"ok": True, "rc": rc, "stdout": out, "stderr": err[-2000:]}
-            except Unreachable as exc:
-                self.reachable = False
-                self.link.reset()
-                entry = {"ok": False, "error": str(exc)[:500]}
+            entry = self._on_node(node_cmd, POLL_TIMEOUT_S)
         if api:
             entry["stdout"] = (entry.get("stdout") or "") + "\n" + api
         if self.s.alert_url:
@@ -204,11 +201,13 @@ class Drill:
         try:
             self._drill()
         except BaseException as exc:
-            self._finish("interrupted" if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "Interrupted"
-                         else "error", detail=f"{type(exc).__name__}: {exc}"[:500])
+            self._finish("interrupted" if isinstance(exc, KeyboardInterrupt | Interrupted) else "error",
+                         detail=f"{type(exc).__name__}: {exc}"[:500])
             raise
         finally:
             try:
+                if self.before_restore is not None:
+                    self.before_restore()
                 self._restore()
             finally:
                 self.log.add({"kind": "end", "at": self.clock(), "method": self.method, "t0": self.t0, **self.end})
@@ -223,7 +222,7 @@ class Drill:
             return
         if self.link.port_open() is False:
             self.use_port_check = False  # reached through a proxy: only SSH itself can tell
-        state = timeline._target_state(first, s.target)
+        state = timeline.target_state(first, s.target)
         scheduler = (first["observed"].get("scheduler") or {})
         tool = "kubectl on the controller" if s.scheduler == "k8s" else f"scontrol on {s.target}"
         if scheduler.get("missing") or (s.scheduler == "slurm" and not scheduler):
@@ -342,7 +341,7 @@ class Drill:
     def _gpus_before(self) -> int:
         for entry in self.log.entries:
             gpus = (entry.get("observed") or {}).get("gpus") or {}
-            if timeline._gpus_listed(gpus):
+            if timeline.gpus_listed(gpus):
                 return int(gpus.get("count") or 0)
         return 1
 

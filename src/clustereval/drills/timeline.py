@@ -72,7 +72,7 @@ class Timeline:
         return rows
 
 
-def _target_state(entry: dict[str, Any], target: str) -> dict[str, Any] | None:
+def target_state(entry: dict[str, Any], target: str) -> dict[str, Any] | None:
     scheduler = (entry.get("observed") or {}).get("scheduler") or {}
     if scheduler.get("rc") != 0:
         return None
@@ -132,14 +132,14 @@ def build(parsed: dict[str, Any]) -> Timeline:
             if boot and baseline.get("boot_id") and boot != baseline["boot_id"]:
                 mark("new_boot", entry, previous_sent, boot_id=boot)
             gpus = observed.get("gpus")
-            if _gpus_listed(gpus):
+            if gpus_listed(gpus):
                 last["gpus"] = gpus.get("count")
         alert = _alert_about(observed.get("alerts"), target, baseline.get("alerts") or [])
         if alert:
             mark("alerted", entry, previous_sent, reason=f"alert {alert}")
             if kind == "inject":
                 mark("detected", entry, previous_sent, state="alerted", reason=f"alert {alert}")
-        state = _target_state(entry, target)
+        state = target_state(entry, target)
         if state is not None:
             usable, why = usable_now(state, (baseline.get("taints") or {}).get(target))
             last.update(state=state.get("state"), reason=why, usable=usable)
@@ -194,7 +194,7 @@ def usable_now(state: dict[str, Any], taints_before: list[str] | None) -> tuple[
     return bool(state.get("usable")) and not new, reason
 
 
-def _gpus_listed(gpus: dict[str, Any] | None) -> bool:
+def gpus_listed(gpus: dict[str, Any] | None) -> bool:
     """``nvidia-smi -L`` answered: it ran (exit 0), or it listed GPUs and failed on others (exit 15, a lost GPU)."""
     return bool(gpus) and not gpus.get("missing") and (gpus.get("rc") == 0 or gpus.get("count", 0) > 0)
 
@@ -210,9 +210,9 @@ def _baseline(entry: dict[str, Any] | None, target: str, before: list[dict[str, 
     if entry is None:
         return {}
     observed = entry.get("observed") or {}
-    state = _target_state(entry, target) or {}
+    state = target_state(entry, target) or {}
     nodes = ((observed.get("scheduler") or {}).get("nodes") or {})
-    gpus = next((e["observed"]["gpus"] for e in reversed(before) if _gpus_listed(e["observed"].get("gpus"))), None)
+    gpus = next((e["observed"]["gpus"] for e in reversed(before) if gpus_listed(e["observed"].get("gpus"))), None)
     return {"boot_id": observed.get("boot_id"), "slurmd_start": state.get("slurmd_start"),
             "registration": state.get("registration"),
             "alerts": sorted({str(a.get("name")) for e in before for a in

@@ -54,15 +54,19 @@ def _scheduler_nodes(body: list[str]) -> tuple[dict[str, dict[str, Any]], list[s
     nodes = {}
     for node in parsed.get("nodes", []):
         fields = node.get("fields") or {}
-        usable = node.get("state") in _USABLE and not (node.get("drain") or node.get("down")
-                                                        or node.get("not_responding"))
-        nodes[node["name"]] = {"state": node.get("state"), "state_raw": node.get("state_raw"),
-                               "drain": bool(node.get("drain")), "down": bool(node.get("down")),
-                               "not_responding": bool(node.get("not_responding")), "usable": usable,
-                               "reason": node.get("reason"), "reason_time": node.get("reason_time"),
-                               "slurmd_start": fields.get("SlurmdStartTime"), "boot_time": node.get("boot_time"),
-                               "registration": fields.get("SlurmdStartTime"), "taints": []}
+        nodes[node["name"]] = {**_slurm_state(node), "state_raw": node.get("state_raw"),
+                               "reason_time": node.get("reason_time"), "slurmd_start": fields.get("SlurmdStartTime"),
+                               "boot_time": node.get("boot_time"), "registration": fields.get("SlurmdStartTime")}
     return nodes, list(parsed.get("warnings") or [])
+
+
+def _slurm_state(node: dict[str, Any]) -> dict[str, Any]:
+    """A node of the Slurm parser as the drill sees it: in service when idle/mixed/allocated/completing
+    without a drain, down or not-responding flag."""
+    usable = node.get("state") in _USABLE and not (node.get("drain") or node.get("down") or node.get("not_responding"))
+    return {"state": node.get("state"), "drain": bool(node.get("drain")), "down": bool(node.get("down")),
+            "not_responding": bool(node.get("not_responding")), "usable": usable, "reason": node.get("reason"),
+            "taints": [], "registration": None}
 
 
 _BLOCKING = ("NoSchedule", "NoExecute")
@@ -119,14 +123,7 @@ def _sinfo_nodes(body: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]
         parsed = parse_sinfo_columns("\n".join(body), ["NODELIST", "STATE", "REASON"], pipe=True)
     except ParseError as exc:
         return {}, [f"sinfo output not understood: {exc}"]
-    nodes = {}
-    for node in parsed.get("nodes", []):
-        usable = node.get("state") in _USABLE and not (node.get("drain") or node.get("down")
-                                                        or node.get("not_responding"))
-        nodes[node["name"]] = {"state": node.get("state"), "drain": bool(node.get("drain")),
-                               "down": bool(node.get("down")), "not_responding": bool(node.get("not_responding")),
-                               "usable": usable, "reason": node.get("reason"), "taints": [], "registration": None}
-    return nodes, list(parsed.get("warnings") or [])
+    return {node["name"]: _slurm_state(node) for node in parsed.get("nodes", [])}, list(parsed.get("warnings") or [])
 
 
 @register("probe-drill-step")
