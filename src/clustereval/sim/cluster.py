@@ -37,7 +37,17 @@ from clustereval.sim.profile import load_profile, node_names, node_settings, pro
 
 SHIM_SOURCES = Path(__file__).resolve().parent / "shims"
 SHIMS = {"nvidia-smi": "nvidia_smi.py", "dcgmi": "dcgmi.py", "dcgm-exporter": "dcgm_exporter.py",
-         "systemctl": "systemctl.py", "reboot": "reboot.py", "shutdown": "shutdown.py", "poweroff": "poweroff.py"}
+         "systemctl": "systemctl.py", "reboot": "reboot.py", "shutdown": "shutdown.py", "poweroff": "poweroff.py",
+         # fabric and performance tools (docs/sim.md "Fabric and performance tools")
+         **{f"{c}_perf": "nccl_tests.py" for c in ("all_reduce", "all_gather", "reduce_scatter", "alltoall",
+                                                  "sendrecv")},
+         **{t: "perftest.py" for t in ("ib_write_bw", "ib_read_bw", "ib_write_lat", "ib_read_lat")},
+         "nvbandwidth": "nvbandwidth.py"}
+# Tools a profile can leave off a node (``faults: {nccl_tests: missing}``): shim module -> node.json tool key.
+OPTIONAL_TOOLS = {"nccl_tests.py": "nccl_tests", "perftest.py": "perftest", "nvbandwidth.py": "nvbandwidth"}
+# Open MPI settings a site running mpirun between its nodes provides in every login environment (the nodes
+# talk over loopback addresses here; the cluster key in /root/.ssh is what `plm_rsh_agent ssh` uses).
+NODE_MCA_ENV = "OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_btl=self,vader,tcp"
 # Capabilities no process of a simulated node keeps (dropped from the bounding set of its sshd and slurmd):
 # a real `reboot -f` (CAP_SYS_BOOT) or raw PCI config/port access (CAP_SYS_RAWIO) must never reach the host.
 NODE_DROPPED_CAPS = "-sys_boot,-sys_rawio"
@@ -415,7 +425,8 @@ def _sshd_config(directory: Path, node: dict[str, Any], slurm_conf: Path) -> str
             "UsePAM no",
             f"AuthorizedKeysFile {p['ssh'] / 'authorized_keys'}",
             "StrictModes no",
-            f"SetEnv SIMNODE={node['name']} SIMNODE_ROOT=/sim SLURM_CONF={slurm_conf} PATH={NODE_PATH}",
+            f"SetEnv SIMNODE={node['name']} SIMNODE_ROOT=/sim SLURM_CONF={slurm_conf} PATH={NODE_PATH} "
+            f"{NODE_MCA_ENV}",
             "Subsystem sftp /usr/lib/openssh/sftp-server",
             "LogLevel ERROR",
             "MaxStartups 100:30:200",
@@ -496,6 +507,9 @@ def _prepare_node_root(directory: Path, node: dict[str, Any]) -> None:
         with contextlib.suppress(FileNotFoundError):
             link.unlink()
         if tool == "nvidia-smi" and node["state"]["nvidia_smi"] == "missing":
+            continue
+        optional = OPTIONAL_TOOLS.get(SHIMS.get(tool, ""))
+        if optional and (node["state"].get("fabric") or {}).get("tools", {}).get(optional) == "missing":
             continue
         link.symlink_to(_paths(directory)["shims"] / tool)
 

@@ -57,6 +57,10 @@ KNOWN_FAULTS = {
     "gpu_hot",
     "gpu_throttle",
     "xid_during_run",
+    # fabric and performance faults (rendered into node.json "fabric", read by the nccl-tests, perftest
+    # and nvbandwidth shims; see docs/sim.md "Fabric and performance tools")
+    *("rail_rate_factor", "nvlink_factor", "straggler_gpu", "nccl_hang", "nccl_jagged", "nccl_wrong",
+      "nccl_tests", "perftest", "nvbandwidth"),
 }
 
 # Faults that act while an ``nvidia-smi -l/-lms`` loop runs, relative to the start of each loop process
@@ -399,7 +403,90 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
             "reason": str(faults.get("slurm_reason", "")),
         },
         "unreachable": bool(faults.get("unreachable", False)),
+        "fabric": _fabric(settings, faults, gpus),
     }
+
+
+# Healthy fabric defaults (an HGX H100 with 8 x 400 Gb/s NDR rails); ``cluster.fabric`` overrides them.
+FABRIC_DEFAULTS = {
+    "nccl_version": "2.27.7",          # NCCL library the nccl-tests binaries load
+    "nccl_tests_version": "2.17.6",
+    "nvlink_busbw_gbps": 480.0,        # single-node all_reduce busbw plateau over NVLink (no NVLS)
+    "nvls_busbw_gbps": 0.0,            # with NVLink SHARP (0: none; NCCL_NVLS_ENABLE=0 turns it off)
+    "shm_busbw_gbps": 24.0,            # NCCL_P2P_DISABLE=1: intra-node traffic through host memory
+    "latency_us": 12.0,                # small-message latency of a single-node collective
+    "net_latency_us": 28.0,            # ... of a collective spanning nodes
+    "rail_efficiency": 0.96,           # achieved / line rate of an RDMA rail (perftest, NCCL)
+    "gpudirect": True,                 # GPUDirect RDMA (perftest --use_cuda, NCCL GDR)
+    "ib_lat_us": 1.9,                  # ib_write_lat typical, 2-byte messages between two nodes
+    "pcie_h2d_gbps": None,             # nvbandwidth host<->device: default from the GPU's PCIe gen/width
+    "nvlink_p2p_gbps": 370.0,          # nvbandwidth device_to_device per pair
+    "hbm_copy_gbps": 1550.0,           # nvbandwidth device_local_copy
+}
+# Unidirectional host-to-device copy-engine bandwidth of one x16 link per PCIe generation (GB/s).
+PCIE_H2D_X16_GBPS = {3: 12.5, 4: 26.0, 5: 55.5, 6: 110.0}
+TOOL_FAULT_MODES = ("ok", "missing")
+
+
+def _fabric(settings: dict[str, Any], faults: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
+    """The node's fabric and its performance faults, resolved for the shims (node.json ``fabric``)."""
+    fabric = {**FABRIC_DEFAULTS, **(settings.get("fabric") or {})}
+    unknown = set(settings.get("fabric") or {}) - set(FABRIC_DEFAULTS)
+    if unknown:
+        raise ProfileError(f"fabric has unknown keys {sorted(unknown)}; known: {sorted(FABRIC_DEFAULTS)}")
+    gpu_cfg = settings.get("gpus") or {}
+    if fabric["pcie_h2d_gbps"] is None:
+        gen, width = int(gpu_cfg.get("pcie_gen", 5)), int(gpu_cfg.get("pcie_width", 16))
+        fabric["pcie_h2d_gbps"] = PCIE_H2D_X16_GBPS.get(gen, 55.5) * width / 16
+    factors = faults.get("rail_rate_factor") or {}
+    down = faults.get("ib_port_down") or []
+    trained = faults.get("ib_port_rate") or {}
+    rails = []
+    for k, nic in enumerate(settings.get("nics") or []):
+        name = str(nic.get("name", f"mlx5_{k}"))
+
+        def pick(value: Any, default: Any, name: str = name, k: int = k) -> Any:
+            if isinstance(value, dict):
+                for key in (name, k, str(k)):
+                    if key in value:
+                        return value[key]
+                return default
+            if isinstance(value, list | tuple):
+                return True if (name in value or k in value) else default
+            return default
+
+        rate = float(pick(trained, nic.get("rate_gbps", 400)))
+        rails.append({"name": name, "rate_gbps": rate, "factor": float(pick(factors, 1.0)),
+                      "up": not pick(down, False), "link_layer": nic.get("link_layer", "InfiniBand"),
+                      "netdev": nic.get("netdev")})
+    if isinstance(factors, dict):
+        names = {r["name"] for r in rails} | {str(i) for i in range(len(rails))} | set(range(len(rails)))
+        for key in factors:
+            if key not in names:
+                raise ProfileError(f"faults.rail_rate_factor: {key!r} is not one of the node's rails")
+    straggler = faults.get("straggler_gpu")
+    if straggler is not None:
+        if not isinstance(straggler, dict) or "gpu" not in straggler:
+            raise ProfileError("faults.straggler_gpu must be {gpu: INDEX, factor: 0..1}")
+        if int(straggler["gpu"]) >= len(gpus):
+            raise ProfileError(f"faults.straggler_gpu.gpu {straggler['gpu']} is not one of the node's GPUs")
+        straggler = {"gpu": int(straggler["gpu"]), "factor": float(straggler.get("factor", 0.7))}
+    nccl: dict[str, Any] = {}
+    for key, allowed in (("nccl_hang", {"collective", "size"}),
+                         ("nccl_jagged", {"collective", "factor", "from_bytes"}),
+                         ("nccl_wrong", {"collective", "from_bytes", "sizes", "count"})):
+        value = faults.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict) or set(value) - allowed:
+            raise ProfileError(f"faults.{key} must be a mapping with keys {sorted(allowed)}")
+        nccl[key.removeprefix("nccl_")] = value
+    for tool in ("nccl_tests", "perftest", "nvbandwidth"):
+        if faults.get(tool, "ok") not in TOOL_FAULT_MODES:
+            raise ProfileError(f"faults.{tool} must be one of {list(TOOL_FAULT_MODES)}")
+    return {**fabric, "rails": rails, "nvlink_factor": float(faults.get("nvlink_factor", 1.0)),
+            "straggler_gpu": straggler, "nccl_faults": nccl,
+            "tools": {t: faults.get(t, "ok") for t in ("nccl_tests", "perftest", "nvbandwidth")}}
 
 
 KERN_LOG = "/var/log/kern.log"
