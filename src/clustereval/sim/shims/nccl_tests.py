@@ -324,7 +324,7 @@ def main(argv: list[str]) -> int:
     first_dev = j["local"] * nthreads * ngpus
     count = nthreads * ngpus
     version = str(fab.get("nccl_version", "2.27.7"))
-    vparts = [int(x) for x in (version.split(".") + ["0", "0"])[:3]]
+    vparts = [int(x) for x in [*version.split("."), "0", "0"][:3]]
     vcode = vparts[0] * 10000 + vparts[1] * 100 + vparts[2]
     is_root = j["rank"] == 0
     dtype = opts["d"]
