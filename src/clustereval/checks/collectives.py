@@ -96,8 +96,9 @@ def _measure(run: Run) -> None:
     tool = probe.get("parser") or "nccl-tests"
     binary = str(probe.get("tool") or probe.get("cmd") or "all_reduce_perf").split()[0]
     if probe.get("missing"):
-        run.status, run.why = "skip", (f"`{binary}` is not installed on {run.host}: build nccl-tests "
-                                       "(github.com/NVIDIA/nccl-tests, `make MPI=1`; rccl-tests for ROCm)")
+        how = ("install PyTorch with its CUDA or ROCm build" if tool == "torch-distributed" else
+               "build nccl-tests (github.com/NVIDIA/nccl-tests, `make MPI=1`; rccl-tests for ROCm)")
+        run.status, run.why = "skip", f"`{binary}` is not installed on {run.host}: {how}"
         return
     if probe.get("timed_out"):
         run.status = "error" if probe.get("on_timeout") == "error" else "fail"
