@@ -43,11 +43,14 @@ def replan(failing_pairs: Iterable[Sequence[str]], good_nodes: Iterable[str]) ->
     good = sorted(dict.fromkeys(good_nodes))
     suspects = sorted({n for pair in failing_pairs for n in pair} - set(good))
     planned: list[Pair] = []
+    failing = {_pair(*p) for p in failing_pairs}
     if good:
         for i, node in enumerate(suspects):
-            planned.append(_pair(node, good[i % len(good)]))
+            # never its failing partner again (a good node may have failed with it: a bad link)
+            fresh = [g for g in good[i % len(good):] + good[:i % len(good)] if _pair(node, g) not in failing]
+            if fresh:
+                planned.append(_pair(node, fresh[0]))
         return list(dict.fromkeys(planned))
-    failing = {_pair(*p) for p in failing_pairs}
     for i, a in enumerate(suspects):
         for b in suspects[i + 1:]:
             if _pair(a, b) not in failing:
