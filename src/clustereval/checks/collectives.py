@@ -117,6 +117,7 @@ def _measure(run: Run) -> None:
         return
     if not run.data["rows"]:
         run.status, run.why = "fail", f"failed before its results: {(run.data['failures'] or ['no row'])[0]}"
+        run.evidence["failures"], run.data = run.data["failures"][:5], None
 
 
 def runs(ctx: Context, template: str = PROBE) -> list[Run]:
@@ -136,7 +137,7 @@ def runs(ctx: Context, template: str = PROBE) -> list[Run]:
             run.data, run.status, run.why, run.evidence = ctx.parse_cache[key]
             data = run.data or {}
             run.nodes = run.nodes or list(data.get("hosts") or [])
-            world = given.get("world_size") or data.get("nranks")
+            world = given.get("world_size") or data.get("nranks") or data.get("world_size")
             run.params = {"collective": given.get("collective") or instance.split(".")[0],
                           "world_size": int(world) if world else None, "nodes": len(run.nodes) or None,
                           "launcher": given.get("launcher"), "nvlink": flag(given.get("nvlink"), True),

@@ -102,7 +102,7 @@ def curve_shape(ctx: Context) -> list[Verdict]:
         evidence = {"worst_dip_pct": round(dip[0], 2), "from_size": dip[1], "from_gbps": dip[2], "to_size": dip[3],
                     "to_gbps": dip[4]}
         if status == "pass":
-            summary = f"{run.label}: busbw grows with size (largest fall {dip[0]:.1f}% below the best smaller size)"
+            summary = f"{run.label}: busbw grows with size (largest fall {dip[0]:.1f}% under the best smaller size)"
         else:
             summary = (f"{run.label}: jagged curve: busbw falls from {dip[2]:.4g} GB/s at {human(dip[1])} to "
                        f"{dip[4]:.4g} GB/s at {human(dip[3])} ({dip[0]:.0f}%); a missing or misconfigured NCCL "
