@@ -213,7 +213,8 @@ def test_torchdist_correctness_every_status():
     assert status(torch_lines([1 << 20])) == "pass"
     assert status(torch_lines([1 << 20], correct=False)) == "fail"
     assert status(torch_lines([1 << 20], done=False)) == "fail"
-    caught = torch_lines([1 << 20]).replace('{"event": "done"}', '{"event": "error", "message": "x"}\n{"event": "done"}')
+    done = '{"event": "done"}'
+    caught = torch_lines([1 << 20]).replace(done, '{"event": "error", "message": "x"}\n' + done)
     assert judge("network.torchdist.correctness", torch_probes(caught))[0]["status"] == "warn"
     assert judge("network.torchdist.correctness", torch_probes("", missing=True))[0]["status"] == "skip"
     assert judge("network.torchdist.correctness", torch_probes("nonsense\n"))[0]["status"] == "error"
