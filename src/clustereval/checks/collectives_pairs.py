@@ -12,7 +12,7 @@ import statistics
 from typing import Any
 
 from clustereval.checks import Context, Skip, Verdict, check, isolation
-from clustereval.checks.collectives import best_rows, graded, limit_for, runs, subject_facts
+from clustereval.checks.collectives import best_rows, flag, graded, limit_for, runs, subject_facts
 from clustereval.results import worst
 
 
@@ -24,6 +24,9 @@ def _peak(run) -> float | None:
 @check("network.nccl.isolation")
 def pair_isolation(ctx: Context) -> list[Verdict]:
     pairs = [r for r in runs(ctx) if len(r.nodes) == 2]
+    # The role marks the runs it planned for isolation; without any marked, every 2-node run counts.
+    marked = [r for r in pairs if flag((r.probe.get("params") or {}).get("isolation"), False)]
+    pairs = marked or pairs
     if not pairs:
         raise Skip("no 2-node collective run was kept: isolation needs pairs of nodes")
     verdicts = []
