@@ -78,6 +78,22 @@ def _pod_conditions(now: float, ready: bool, reason: str | None = None) -> list[
     return out
 
 
+def _env_value(entry: dict[str, Any], pod: dict[str, Any], host_ip: str, pod_ip: str) -> str:
+    """A container env value: ``value``, or the downward API's ``valueFrom.fieldRef`` (name, namespace, uid,
+    labels['k'], annotations['k'], spec.nodeName, spec.serviceAccountName, status.hostIP, status.podIP)."""
+    path = ((entry.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+    if not path:
+        return str(entry.get("value", ""))
+    meta, spec = pod["metadata"], pod["spec"]
+    found = re.fullmatch(r"metadata\.(labels|annotations)\['([^']+)'\]", path)
+    if found:
+        return str((meta.get(found.group(1)) or {}).get(found.group(2), ""))
+    return str({"metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"),
+                "metadata.uid": meta.get("uid"), "spec.nodeName": spec.get("nodeName"),
+                "spec.serviceAccountName": spec.get("serviceAccountName"), "status.hostIP": host_ip,
+                "status.podIP": pod_ip}.get(path) or "")
+
+
 class Kubernetes:
     """The kubelets, the node lifecycle controller and the provider's health agent of one cluster."""
 
@@ -114,6 +130,9 @@ class Kubernetes:
             changed = False
             for name in self.nodes:
                 changed |= self.node_status(doc, name, up[name], now, events)
+            bound, placed = live.schedule(self.dir, doc, now)  # default-scheduler: bind pods without a node
+            events.extend((node, "pod_scheduled", {"pod": key}) for node, key in placed)
+            changed |= bound
             changed |= self.kubelets(doc, up, now, events)
             if changed:
                 live.save(self.dir, doc)
@@ -183,7 +202,7 @@ class Kubernetes:
                     self.signal(held[0], signal.SIGKILL)
                 continue
             if pod["status"].get("phase") == "Pending" and up[name] and held is None and key not in runtime:
-                self.start(pod, key, name, runtime, now, events)
+                self.start(pod, key, name, runtime, now, events, doc)
                 changed = True
         for key in [k for k in self.procs if k not in present]:  # force-deleted: the kubelet kills what is left
             proc, node = self.procs.pop(key)
@@ -199,8 +218,13 @@ class Kubernetes:
             os.killpg(proc.pid, signum)
 
     def start(self, pod: dict[str, Any], key: str, name: str, runtime: dict[str, Any], now: float,
-              events: list[tuple[str, str, dict[str, Any]]]) -> None:
+              events: list[tuple[str, str, dict[str, Any]]], doc: dict[str, Any] | None = None) -> None:
         container = pod["spec"]["containers"][0]
+        if doc is not None and live.pod_networks(pod):
+            failed = live.sandbox_error(pod, name, live.nads(self.dir))
+            if failed:  # Multus cannot find the NAD: the sandbox is never made, the pod stays ContainerCreating
+                self.no_sandbox(doc, pod, key, name, runtime, now, events, failed)
+                return
         argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
         log = self.bmc.directory / "k8s" / "pods" / f"{key.replace('/', '_')}.log"
         runtime[key] = {"log": str(log), "started": now}
@@ -228,7 +252,8 @@ class Kubernetes:
         env = {"PATH": cluster.NODE_PATH, "HOME": "/root", "HOSTNAME": pod["metadata"]["name"], "SIMNODE": name,
                "SIMNODE_ROOT": "/sim", "KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443",
                "KUBERNETES_SERVICE_PORT_HTTPS": "443"}
-        env.update({str(e.get("name")): str(e.get("value", "")) for e in container.get("env") or [] if e.get("name")})
+        env.update({str(e.get("name")): _env_value(e, pod, address, pod_ip) for e in container.get("env") or []
+                    if e.get("name")})
         with open(log, "ab") as out:
             proc = subprocess.Popen(
                 ["nsenter", "-t", str(sshd), "--mount", "--uts", f"--wd={container.get('workingDir') or '/'}",
@@ -240,6 +265,32 @@ class Kubernetes:
                          "containerStatuses": [{**base, "ready": True, "started": True,
                                                 "state": {"running": {"startedAt": live.stamp(now)}}}]}
         events.append((name, "pod_started", {"pod": key, "pid": proc.pid, "command": argv}))
+
+    def no_sandbox(self, doc: dict[str, Any], pod: dict[str, Any], key: str, name: str, runtime: dict[str, Any],
+                   now: float, events: list[tuple[str, str, dict[str, Any]]], failed: tuple[str, str]) -> None:
+        """A pod whose sandbox network cannot be set up: Pending, its container waiting in ContainerCreating,
+        the kubelet's FailedCreatePodSandBox and Multus's NoNetworkFound events (not retried)."""
+        container = pod["spec"]["containers"][0]
+        node_info = (cluster._read_state(self.bmc.directory) or {}).get("nodes", {}).get(name, {})
+        address = node_info.get("address", "")
+        runtime[key] = {"started": now, "sandbox_error": failed[0]}
+        unready = f"containers with unready status: [{container.get('name')}]"
+        conditions = _pod_conditions(now, False, "ContainersNotReady")
+        for cond in conditions:
+            if cond["type"] == "PodReadyToStartContainers":
+                cond["status"] = "False"
+            if cond["type"] in ("Ready", "ContainersReady"):
+                cond["message"] = unready
+        pod["status"] = {"conditions": conditions, "containerStatuses": [{
+            "image": str(container.get("image") or ""), "imageID": "", "lastState": {}, "name": container.get("name"),
+            "ready": False, "restartCount": 0, "started": False,
+            "state": {"waiting": {"reason": "ContainerCreating"}}}],
+            "hostIP": address, "hostIPs": [{"ip": address}], "phase": "Pending",
+            "qosClass": pod["status"].get("qosClass", "BestEffort"), "startTime": live.stamp(now)}
+        pod["metadata"]["resourceVersion"] = live.next_version(doc)
+        live.event(doc, pod, "Warning", "NoNetworkFound", failed[1], "multus", now=now)
+        live.event(doc, pod, "Warning", "FailedCreatePodSandBox", failed[0], "kubelet", host=name, now=now)
+        events.append((name, "pod_sandbox_failed", {"pod": key, "error": failed[1]}))
 
     def finish(self, pod: dict[str, Any], returncode: int, now: float,
                events: list[tuple[str, str, dict[str, Any]]], name: str) -> None:

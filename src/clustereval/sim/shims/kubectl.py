@@ -209,6 +209,11 @@ def objects_of(api, resource, records):
         items = [r["object"] for r in records]
     elif key == "pods":
         items = list((api.get("objects") or {}).get(key) or []) + list(live_doc().get("pods") or [])
+    elif key in ("jobs.batch", "events") and k8s_live:  # Jobs and pod events the simulated controllers keep
+        doc = live_doc()
+        extra = doc.get("events") or [] if key == "events" else [
+            dict(j, status=k8s_live.job_status(j, doc.get("pods") or [])) for j in doc.get("jobs") or []]
+        items = list((api.get("objects") or {}).get(key) or []) + list(extra)
     else:
         items = list((api.get("objects") or {}).get(key) or [])
     out = []
@@ -900,6 +905,8 @@ def cmd_create(api, args, out, err, stdin=None, verb="create"):
     docs = _read_manifest(flags, stdin or sys.stdin)
     if docs and all(d.get("kind") == "Pod" for d in docs):
         return create_pods(api, docs, flags, out, verb)
+    if docs and all(d.get("kind") == "Job" for d in docs):
+        return create_jobs(api, docs, flags, out, verb)
     known = _namespaces(api)
     errors = []
     for doc in docs:
@@ -967,6 +974,8 @@ def cmd_delete(api, args, out, err, stdin=None):
     res = resolve(api, positional[0])
     if res is None:
         raise unknown_type(positional[0])
+    if res["kind"] == "Job":
+        return delete_jobs(api, positional[1:], flags, out)
     if res["kind"] not in ("PersistentVolumeClaim", "PersistentVolume"):
         raise KubectlError("error: the simulated kubectl deletes PersistentVolumeClaims and PersistentVolumes only")
     names = positional[1:]
@@ -1238,6 +1247,92 @@ def create_pods(api, docs, flags, out, verb):
     return 0
 
 
+def create_jobs(api, docs, flags, out, verb):
+    """batch/v1 Jobs: stored with their defaults, and the Job controller's pods created at once (Pending, for
+    the simulated default-scheduler to bind; docs/sim.md). A failed pod is not replaced."""
+    live = _live()
+    known = _namespaces(api)
+    res = resolve(api, "jobs.batch")
+    errors = []
+    with live.lock(cluster_dir()):
+        doc = live.load(cluster_dir())
+        jobs = doc.setdefault("jobs", [])
+        for manifest in docs:
+            name = (manifest.get("metadata") or {}).get("name")
+            if manifest.get("apiVersion") != "batch/v1":
+                raise KubectlError(f'error: resource mapping not found for name: "{name or ""}" namespace: "" from '
+                                   f'"STDIN": no matches for kind "Job" in version "{manifest.get("apiVersion")}"'
+                                   "\nensure CRDs are installed first")
+            if not name:
+                raise KubectlError('The Job "" is invalid: metadata.name: Required value: name or generateName is '
+                                   'required')
+            namespace = manifest["metadata"].get("namespace") or flags["namespace"] or "default"
+            where = 'Error from server ({}): error when creating "STDIN": '
+            if res is not None and denied(api, "create", res):
+                errors.append(where.format("Forbidden") + forbidden(api, "create", res, namespace).split(": ", 1)[1])
+                continue
+            if namespace not in known:
+                errors.append(where.format("NotFound") + f'namespaces "{namespace}" not found')
+                continue
+            if any(j["metadata"]["name"] == name and j["metadata"]["namespace"] == namespace for j in jobs):
+                if verb == "apply":
+                    out.write(f"job.batch/{name} unchanged\n")
+                    continue
+                errors.append(where.format("AlreadyExists") + f'jobs.batch "{name}" already exists')
+                continue
+            template = ((manifest.get("spec") or {}).get("template") or {}).get("spec") or {}
+            if not template.get("containers") or template.get("restartPolicy") not in ("Never", "OnFailure"):
+                errors.append(f'The Job "{name}" is invalid: '
+                              + ("spec.template.spec.containers: Required value" if not template.get("containers")
+                                 else 'spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", '
+                                      '"Never"'))
+                continue
+            job, pods = live.job_object(doc, manifest, namespace)
+            jobs.append(job)
+            for pod in pods:
+                doc["pods"].append(pod_object(doc, pod, namespace))
+            out.write(f"job.batch/{name} created\n")
+        live.save(cluster_dir(), doc)
+    if errors:
+        raise KubectlError("\n".join(errors))
+    return 0
+
+
+def delete_jobs(api, names, flags, out):
+    """``delete job NAME...``: the Job goes at once, its pods after it (background cascade: the garbage
+    collector deletes them, running ones terminate with their grace period)."""
+    live = _live()
+    namespace = flags["namespace"] or "default"
+    if not names and not flags["selector"]:
+        raise KubectlError("error: resource(s) were provided, but no name was specified")
+    errors = []
+    with live.lock(cluster_dir()):
+        doc = live.load(cluster_dir())
+        jobs = doc.setdefault("jobs", [])
+        if flags["selector"]:
+            labels = label_selector(flags["selector"])
+            names = [j["metadata"]["name"] for j in jobs if j["metadata"]["namespace"] == namespace and labels(j)]
+            if not names:
+                out.write("No resources found\n")
+        for name in names:
+            job = next((j for j in jobs if j["metadata"]["name"] == name and j["metadata"]["namespace"] == namespace),
+                       None)
+            if job is None:
+                if not flags["ignore_not_found"]:
+                    errors.append(f'Error from server (NotFound): jobs.batch "{name}" not found')
+                continue
+            jobs.remove(job)
+            uid = job["metadata"]["uid"]
+            for pod in [p for p in doc["pods"] if (p["metadata"].get("labels") or {}).get("controller-uid") == uid]:
+                request_deletion(doc, pod, None)
+            out.write(f'job.batch "{name}" deleted\n')
+        live.next_version(doc)
+        live.save(cluster_dir(), doc)
+    if errors:
+        raise KubectlError("\n".join(errors))
+    return 0
+
+
 def _running(pod):
     return (pod.get("status") or {}).get("phase") == "Running"
 
@@ -1352,6 +1447,8 @@ def cmd_logs(api, args, out, err):
     if container not in containers:
         raise KubectlError(f'error: container {container} is not valid for pod {name}')
     run = (doc.get("runtime") or {}).get(_pod_key(namespace, name)) or {}
+    if not pod["spec"].get("nodeName"):
+        return 0  # no host assigned yet: the API server streams nothing
     if not run.get("log"):
         raise KubectlError(f'Error from server (BadRequest): container "{container}" in pod "{name}" is waiting to '
                            'start: ContainerCreating')
@@ -1530,7 +1627,7 @@ MUTATING = ("create", "apply", "delete")
 
 def main(argv, out=sys.stdout, err=sys.stderr, stdin=None):
     # client-side settings kubectl takes anywhere on the line; the simulated API answers at once
-    args = [a for a in argv if not a.startswith("--request-timeout=")]
+    args = [a for a in argv if not a.startswith(("--request-timeout=", "--kubeconfig=", "--context="))]
     if not args:
         out.write("kubectl controls the Kubernetes cluster manager.\n")
         return 0
