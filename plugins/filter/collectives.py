@@ -18,7 +18,7 @@ description:
     clustereval.gpu.isolation_second_round(hosts, options)) the pairs that resolve its failing pairs.
   - C(probe | clustereval.gpu.nccl_pair_steps(pairs, collective, round, addresses, slurm_names, settings))
     lists steps of disjoint pair runs, each mapping a launching host to its run.
-  - C(hosts | clustereval.gpu.rail_steps) lists ring steps C({client: server}); C(rails |
+  - C(hosts | clustereval.gpu.rail_steps) lists ring steps, each mapping a client to its server; C(rails |
     clustereval.gpu.perftest_plan(tools, memories)) and C(probe | clustereval.gpu.perftest_instances(client,
     server, plan, addresses, settings)) the perftest runs of one pair; C(nics | clustereval.gpu.active_rails)
     the active RDMA devices of a node's facts; C(probe | clustereval.gpu.torchdist_instances(collectives, nodes,

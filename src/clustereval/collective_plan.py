@@ -143,7 +143,7 @@ def rail_steps(hosts: Sequence[str]) -> list[dict[str, str]]:
     n = len(hosts)
     if n < 2:
         return []
-    ring = [(hosts[i], hosts[(i + 1) % n]) for i in range(n if n > 2 else 1)]
+    ring = [(hosts[i], hosts[(i + 1) % n]) for i in range(n)]  # two nodes: both directions
     steps: list[dict[str, str]] = []
     for src, dst in ring:
         for step in steps:
