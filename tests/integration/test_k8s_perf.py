@@ -1,6 +1,6 @@
 """Benchmarks as pods on the simulated Kubernetes cluster: the pod runner (as the probe runs it, on the host with
 the cluster's kubectl) applies an indexed Job, the simulated scheduler binds one pod per node, the kubelet runs the
-real command on that node; a wrong RDMA resource name or a missing NAD is a finding of k8s.perf.pod_start."""
+real command on that node; a wrong RDMA resource name or a missing NAD is a finding of network.k8s.pod_start."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def run_pods(env, name, rdma="rdma/rdma_shared_device_a", nad="rdma-ipoib"):
         env=env, capture_output=True, text=True, timeout=90)
     probe = {"cmd": "python -m clustereval.k8s_pods", "rc": proc.returncode, "stdout": proc.stdout,
              "stderr": proc.stderr}
-    result = checks.evaluate("k8s.perf.pod_start", Context(subject="_cluster", probes={"k8s_perf_pods": probe},
+    result = checks.evaluate("network.k8s.pod_start", Context(subject="_cluster", probes={"k8s_perf_pods": probe},
                                                            options={"harness": "k8s"}), "run")
     return json.loads(proc.stdout), result
 

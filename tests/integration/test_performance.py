@@ -33,6 +33,7 @@ SMALL = {
     "clustereval_network_nccl_collectives": ["all_reduce", "all_gather", "reduce_scatter"],
     "clustereval_network_nccl_max_bytes": "1G", "clustereval_network_nccl_iters": 2,
     "clustereval_network_nccl_warmup": 1, "clustereval_network_nccl_timeout_s": 20,
+    "clustereval_network_nccl_launchers": ["mpirun", "srun"],
     "clustereval_network_torchdist_collectives": ["all_reduce", "all_to_all"],
     "clustereval_network_torchdist_max_bytes": 16384, "clustereval_network_torchdist_iters": 2,
     "clustereval_network_rdma_tools": ["ib_write_bw", "ib_write_lat"], "clustereval_network_rdma_memory": ["host"],
@@ -134,3 +135,11 @@ def test_a_healthy_cluster_passes_the_multi_node_collectives_and_every_rail(tmp_
     assert pair and pair[0]["status"] == "pass", pair
     rails = pick(items, "network.rdma.bandwidth")
     assert len(rails) == 16 and {r["status"] for r in rails} == {"pass"}
+
+
+def test_slurm_launches_the_same_collective_as_mpirun(faulty):
+    srun = pick(faulty, "network.nccl.completion", "node1+node2+node3+node4", launcher="srun")
+    assert srun and srun[0]["status"] == "pass" and srun[0]["params"]["collective"] == "all_reduce"
+    mpirun = pick(faulty, "network.nccl.busbw", "node1+node2+node3+node4", launcher="mpirun", collective="all_reduce",
+                  size="64KiB")
+    assert mpirun and mpirun[0]["status"] == "pass"

@@ -1,4 +1,4 @@
-"""k8s.perf.pod_start on recorded kubectl JSON (pods and events as kubectl 1.31 prints them), through the pod
+"""network.k8s.pod_start on recorded kubectl JSON (pods and events as kubectl 1.31 prints them), through the pod
 runner's readers (clustereval.k8s_pods.pod_reports), every status; and the Job manifest the runner applies."""
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def report(pods, events=(), logs=None, **extra):
 def judge(stdout, rc=0, harness="k8s", **probe):
     probes = {"k8s_perf_pods": {"cmd": "python -m clustereval.k8s_pods", "rc": rc, "stdout": stdout, "stderr": "",
                                 **probe}}
-    return checks.evaluate("k8s.perf.pod_start", Context(subject="_cluster", probes=probes,
+    return checks.evaluate("network.k8s.pod_start", Context(subject="_cluster", probes=probes,
                                                          options={"harness": harness}), "run")
 
 

@@ -43,7 +43,7 @@ def _describe(pod: dict[str, Any]) -> str:
     return f"{pod.get('name')}{where} ({why})"
 
 
-@check("k8s.perf.pod_start")
+@check("network.k8s.pod_start")
 def pod_start(ctx: Context) -> Verdict:
     if ctx.options.get("harness") not in (None, "k8s"):
         raise Skip(f"not a Kubernetes cluster (harness {ctx.options.get('harness')})")
