@@ -17,6 +17,7 @@ from __future__ import annotations
 import compileall
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import shlex
@@ -436,6 +437,36 @@ def _sshd_config(directory: Path, node: dict[str, Any], slurm_conf: Path) -> str
     )
 
 
+# What the generated inventory gives the performance roles (group_vars/gpu_nodes.yml beside inventory.ini): sizes
+# for a CPU, which is what PyTorch measures here, and fabric runs short enough for a test; -e overrides any.
+SIM_BENCHMARK_VARS: dict[str, Any] = {
+    "clustereval_gpu_compute_warmup": 1, "clustereval_gpu_compute_iters": 3,
+    "clustereval_gpu_compute_gemm_shape": "512x512x512",
+    "clustereval_gpu_compute_mamf_m": [256, 512], "clustereval_gpu_compute_mamf_n": [256, 512],
+    "clustereval_gpu_compute_mamf_k": [512], "clustereval_gpu_compute_gemv_shape": "4096x1024",
+    "clustereval_gpu_compute_moe_models": [{"name": "tiny", "hidden": 512, "intermediate": 128, "experts": 8,
+                                            "top_k": 2}],
+    "clustereval_gpu_compute_moe_tokens": [16, 64], "clustereval_gpu_compute_copy_mib": 16,
+    "clustereval_gpu_compute_flush_mib": 16,
+    "clustereval_network_nccl_max_bytes": "1G", "clustereval_network_nccl_iters": 2,
+    "clustereval_network_nccl_warmup": 1, "clustereval_network_nccl_timeout_s": 60,
+    "clustereval_network_torchdist_max_bytes": 65536, "clustereval_network_torchdist_iters": 2,
+    "clustereval_network_rdma_tools": ["ib_write_bw", "ib_write_lat"], "clustereval_network_rdma_memory": ["host"],
+    "clustereval_network_rdma_duration_s": 1,
+}
+
+
+def _write_group_vars(directory: Path) -> None:
+    """``group_vars/gpu_nodes.yml`` beside the inventory: the small benchmark sizes, and the PyTorch of the
+    environment that brought the cluster up when it has one (as a site points the role at its own)."""
+    values = dict(SIM_BENCHMARK_VARS)
+    if importlib.util.find_spec("torch") is not None and Path(sys.prefix, "bin", "python").exists():
+        values["clustereval_gpu_compute_venv"] = sys.prefix
+    folder = directory / "group_vars"
+    folder.mkdir(exist_ok=True)
+    (folder / "gpu_nodes.yml").write_text("---\n" + "".join(f"{k}: {json.dumps(v)}\n" for k, v in values.items()))
+
+
 def _inventory(directory: Path, nodes: list[dict[str, Any]]) -> str:
     key = _paths(directory)["ssh"] / "id_ed25519"
     lines = ["[gpu_nodes]"]
@@ -700,6 +731,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
         (p["nodes"] / node["name"]).mkdir(parents=True, exist_ok=True)
         _prepare_node_root(directory, node)
     p["inventory"].write_text(_inventory(directory, node_list))
+    _write_group_vars(directory)
 
     # munge: own key, socket, pid, log and seed, so clusters never share credentials
     key = p["munge"] / "munge.key"
