@@ -36,7 +36,7 @@ from tests.integration.simrun import (
 
 pytestmark = [*REQUIRES_SIM, pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed")]
 
-MESH = ["-e", "clustereval_phases=performance", "--tags", "network", "-e", "clustereval_network_mesh_duration_s=2",
+MESH = ["-e", "clustereval_phases=performance", "--tags", "network.mesh", "-e", "clustereval_network_mesh_duration_s=2",
         "-e", "clustereval_network_mesh_streams=2", "-e", "clustereval_network_mesh_ping_count=10"]
 SESSION_BASE = Path("/var/tmp/clustereval/sessions")
 
