@@ -366,6 +366,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="2 repetitions instead of 5")
     parser.add_argument("--repeat", type=int, default=None, help="alternating bare/role pairs per measurement")
     parser.add_argument("--parts", default="gemm,iperf3,nccl,phase")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the run directories (raw outputs) under /tmp after the clusters are down")
     args = parser.parse_args()
     repeat = args.repeat or (2 if args.quick else 5)
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
@@ -374,7 +376,7 @@ def main() -> int:
         parser.error(f"unknown parts {sorted(unknown)}")
     out: dict = {"repeat": repeat}
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="clustereval-perf-", dir="/tmp") as tmp_name:
+    with tempfile.TemporaryDirectory(prefix="clustereval-perf-", dir="/tmp", delete=not args.keep) as tmp_name:
         tmp = Path(tmp_name)
         if parts & {"gemm", "iperf3", "nccl"}:
             try:
@@ -393,6 +395,8 @@ def main() -> int:
             finally:
                 cluster.down(tmp / "sim4")
     out["total_s"] = time.monotonic() - started
+    if args.keep:
+        out["kept"] = tmp_name
     report(out)
     return 0
 
