@@ -42,6 +42,7 @@ import collections
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -376,7 +377,8 @@ def main() -> int:
         parser.error(f"unknown parts {sorted(unknown)}")
     out: dict = {"repeat": repeat}
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="clustereval-perf-", dir="/tmp", delete=not args.keep) as tmp_name:
+    tmp_name = tempfile.mkdtemp(prefix="clustereval-perf-", dir="/tmp")
+    try:
         tmp = Path(tmp_name)
         if parts & {"gemm", "iperf3", "nccl"}:
             try:
@@ -394,6 +396,9 @@ def main() -> int:
                 out["phase"] = measure_phase(up(tmp / "sim4", 4), tmp)
             finally:
                 cluster.down(tmp / "sim4")
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp_name, ignore_errors=True)
     out["total_s"] = time.monotonic() - started
     if args.keep:
         out["kept"] = tmp_name
