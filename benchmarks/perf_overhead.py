@@ -30,9 +30,10 @@ records the 1-minute load average; loopback TCP is CPU-bound the same way. The n
 the simulator's shim, which computes them from the node profile, so their ratio shows whether the role
 changes what the tool is asked to do, not launch noise.
 
-Measured cost (2-core VM, full run): about 1 s to bring a cluster up; a GEMM pair about 13 s (bare 4 s, role
-9 s), an iperf3 pair about 26 s (bare 6 s, role 20 s: the role measures both directions and pings), an nccl
-pair about 4 s, the performance phase a few minutes. Prints a table, then one JSON summary line.
+Measured cost (2-core VM shared with other test runs, full run about 490 s): about 1 s to bring a cluster up;
+a GEMM pair about 14 s (bare 3-8 s, role 8-14 s), an iperf3 pair about 26 s (bare 5 s, role 20-23 s: the role
+measures both directions and pings), an nccl pair about 12 s (bare 1-2 s, role 7-15 s), the performance phase
+on 4 nodes about 210 s. Prints a table, then one JSON summary line.
 """
 
 from __future__ import annotations
