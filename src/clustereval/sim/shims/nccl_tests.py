@@ -23,6 +23,8 @@ import socket
 import sys
 import time
 
+from simnode import read_json, sim_root
+
 COLLECTIVES = {
     # name: (redop printed, count divided by nranks, busbw factor(n), efficiency single node, multi node)
     "all_reduce": ("sum", False, lambda n: 2.0 * (n - 1) / n, 1.0, 1.0),
@@ -114,18 +116,6 @@ def fmt_g(value: float) -> str:
 
 
 # ------------------------------------------------------------------------------------------ node and job
-
-
-def sim_root() -> str:
-    return os.environ.get("SIMNODE_ROOT") or "/sim"
-
-
-def read_json(path: str, default):
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return default
 
 
 def cluster_dir() -> str:

@@ -8,9 +8,10 @@ from ``nvlink_p2p_gbps`` x ``nvlink_factor``, ``device_local_copy`` from ``hbm_c
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sys
+
+from simnode import read_json
 
 # name: (kind, title)
 TESTS = {
@@ -29,14 +30,6 @@ TESTS = {
     "device_to_device_memcpy_write_sm": ("d2d", "memcpy SM GPU(row) <- GPU(column) bandwidth (GB/s)"),
     "device_local_copy": ("local", "memcpy local GPU(column) bandwidth (GB/s)"),
 }
-
-
-def read_json(path: str, default):
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return default
 
 
 def jitter(*parts) -> float:

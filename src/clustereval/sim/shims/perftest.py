@@ -16,6 +16,8 @@ import os
 import socket
 import sys
 
+from simnode import read_json, sim_root
+
 DASHES = "-" * 87
 TITLES = {"ib_write_bw": "RDMA_Write BW Test", "ib_read_bw": "RDMA_Read BW Test",
           "ib_write_lat": "RDMA_Write Latency Test", "ib_read_lat": "RDMA_Read Latency Test"}
@@ -29,18 +31,6 @@ FLAGS = {"-a", "--all", "-F", "--CPU-freq", "-R", "--rdma_cm", "-b", "--bidirect
          "-U", "--report-unsorted", "--report-both", "--run_infinitely", "-l", "--post_list", "-O", "--dualport",
          "--odp", "--use_hugepages", "-V", "--version", "-h", "--help", "--perform_warm_up",
          "--dont_xchg_versions", "-N", "--noPeak"}
-
-
-def sim_root() -> str:
-    return os.environ.get("SIMNODE_ROOT") or "/sim"
-
-
-def read_json(path: str, default):
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return default
 
 
 def node_address(node: str) -> str:
