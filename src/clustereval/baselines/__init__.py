@@ -129,6 +129,19 @@ def grade(value: Any, lim: Limit) -> str:
     return "pass"
 
 
+def graded(value: Any, lim: Limit) -> str:
+    """:func:`grade`, or ``pass`` for a limit without levels (a reference recorded for context only)."""
+    return grade(value, lim) if lim.warn is not None or lim.fail is not None else "pass"
+
+
+def shortfall(value: float, lim: Limit, unit: str, digits: int = 4, basis: bool = False) -> str:
+    """``"96 GB/s is below 250 GB/s (multinode-ndr)"``: the level ``value`` missed, for a summary."""
+    side = "below" if lim.direction == "higher" else "above"
+    level = lim.fail if graded(value, lim) == "fail" else lim.warn
+    where = f"{lim.basis or 'reference'}, {lim.matched}" if basis else lim.matched
+    return f"{value:.{digits}g} {unit} is {side} {level:.{digits}g} {unit} ({where})"
+
+
 # ------------------------------------------------------------------------------ references matched on facts
 
 _COMPARE = re.compile(r"^\s*(>=|<=|>|<|==|!=)\s*(-?\d+(?:\.\d+)?)\s*$")

@@ -179,14 +179,11 @@ def limit_for(ctx: Context, check_id: str, facts: dict[str, Any], params: dict[s
         raise Skip(f"{exc}; variant {shown}") from None
 
 
-def graded(value: float, limit: baselines.Limit) -> str:
-    return baselines.grade(value, limit) if limit.warn is not None or limit.fail is not None else "pass"
+graded = baselines.graded
 
 
 def describe(value: float, limit: baselines.Limit, unit: str) -> str:
-    side = "below" if limit.direction == "higher" else "above"
-    level = limit.fail if graded(value, limit) == "fail" else limit.warn
-    return f"{value:.4g} {unit} is {side} {level:.4g} {unit} ({limit.matched})"
+    return baselines.shortfall(value, limit, unit)
 
 
 def human(size: int) -> str:

@@ -86,14 +86,11 @@ def _pair_facts(ctx: Context, source: str, destination: str, link: float | None)
     return {**facts_mod.for_subject(ctx.host_facts, pair_subject(source, destination)), "link_gbps": link}
 
 
-def _graded(value: float, limit: baselines.Limit) -> str:
-    return baselines.grade(value, limit) if limit.warn is not None or limit.fail is not None else "pass"
+_graded = baselines.graded
 
 
 def _describe(value: float, limit: baselines.Limit, unit: str) -> str:
-    side = "below" if limit.direction == "higher" else "above"
-    level = limit.fail if _graded(value, limit) == "fail" else limit.warn
-    return f"{value:.3g} {unit} is {side} {level:.3g} {unit} ({limit.basis or 'reference'}, {limit.matched})"
+    return baselines.shortfall(value, limit, unit, digits=3, basis=True)
 
 
 def _artifacts(*probes: dict[str, Any] | None) -> list[str]:
