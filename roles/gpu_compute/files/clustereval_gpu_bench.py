@@ -318,6 +318,54 @@ def bench_grouped(torch, dev: Device, gpu: int, args) -> None:
                      tflops=tflops(rows, n, k, statistics.median(times), e))
                 del acts
             del weights
+    bench_deepgemm(torch, dev, gpu, args)
+
+
+def deepgemm_kernel(deep_gemm):
+    """DeepGEMM's FP8 grouped GEMM over contiguous expert segments (the name changed between versions)."""
+    for name in ("m_grouped_fp8_gemm_nt_contiguous", "m_grouped_gemm_fp8_fp8_bf16_nt_contiguous"):
+        if hasattr(deep_gemm, name):
+            return getattr(deep_gemm, name)
+    raise AttributeError(f"deep_gemm {getattr(deep_gemm, '__version__', '?')} has no m_grouped FP8 contiguous GEMM")
+
+
+def bench_deepgemm(torch, dev: Device, gpu: int, args) -> None:
+    """The same expert projections through DeepGEMM's FP8 grouped kernel, where it is installed (Hopper and
+    later): each expert's rows padded to the kernel's alignment, per-128 block scales of one."""
+    if dev.kind == "cpu" or torch.version.hip:
+        return
+    try:
+        import deep_gemm
+        kernel = deepgemm_kernel(deep_gemm)
+    except Exception as exc:
+        emit("skip", gpu=gpu, bench="grouped_gemm", impl="deepgemm",
+             reason=f"DeepGEMM is not usable here ({type(exc).__name__}: {str(exc)[:150]}); "
+                    "torch.bmm measured the shapes")
+        return
+    align = int(getattr(deep_gemm, "get_m_alignment_for_contiguous_layout", lambda: 128)())
+    fp8, on = torch.float8_e4m3fn, dev.device
+    for model in moe_models(args.moe_models):
+        e, h, i = model["experts"], model["hidden"], model["intermediate"]
+        for proj, (k, n) in (("gate_up", (h, 2 * i)), ("down", (i, h))):
+            for tokens in args.moe_tokens:
+                rows = -(-max(1, tokens * model["top_k"] // e) // align) * align
+                try:
+                    lhs = (torch.randn(e * rows, k, device=on).to(fp8),
+                           torch.ones(e * rows, k // 128, device=on, dtype=torch.float32))
+                    rhs = (torch.randn(e, n, k, device=on).to(fp8),
+                           torch.ones(e, n // 128, k // 128, device=on, dtype=torch.float32))
+                    out = torch.empty(e * rows, n, device=on, dtype=torch.bfloat16)
+                    index = torch.arange(e, device=on, dtype=torch.int32).repeat_interleave(rows)
+                    times = dev.times(lambda a=lhs, b=rhs, o=out, m=index: kernel(a, b, o, m), args.warmup, args.iters,
+                                      args.flush_mib)
+                except Exception as exc:
+                    emit("error", gpu=gpu, bench="grouped_gemm", impl="deepgemm", model=model["model"], proj=proj,
+                         tokens=tokens, message=f"DeepGEMM: {type(exc).__name__}: {str(exc)[:250]}")
+                    continue
+                emit("result", gpu=gpu, bench="grouped_gemm", impl="deepgemm", model=model["model"], proj=proj,
+                     tokens=tokens, experts=e, rows_per_expert=rows, padded_to=align, k=k, n=n, dtype="fp8_e4m3",
+                     tflops=tflops(rows, n, k, statistics.median(times), e))
+                del lhs, rhs, out, index
 
 
 def bench_copy(torch, dev: Device, gpu: int, args) -> None:

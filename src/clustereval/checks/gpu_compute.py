@@ -43,7 +43,7 @@ METRICS = {
     "gpu.compute.gemm": Metric("gemm", "tflops", "TFLOP/s", ("dtype",), "GEMM"),
     "gpu.compute.mamf": Metric("mamf", "max_tflops", "TFLOP/s", ("dtype",), "MAMF"),
     "gpu.compute.gemv": Metric("gemv", "gbps", "GB/s", (), "GEMV"),
-    "gpu.compute.grouped_gemm": Metric("grouped_gemm", "tflops", "TFLOP/s", ("model", "proj", "tokens"),
+    "gpu.compute.grouped_gemm": Metric("grouped_gemm", "tflops", "TFLOP/s", ("model", "proj", "tokens", "impl"),
                                        "grouped GEMM"),
     "gpu.compute.copy": Metric("copy", "gbps", "GB/s", ("direction",), "copy"),
 }
