@@ -142,6 +142,9 @@ def runs(ctx: Context, template: str = PROBE) -> list[Run]:
                           "world_size": int(world) if world else None, "nodes": len(run.nodes) or None,
                           "launcher": given.get("launcher"), "nvlink": flag(given.get("nvlink"), True),
                           "nvls": flag(given.get("nvls"))}
+            if str(given.get("round") or "").isdigit():
+                # an isolation pair repeats a node set the sweep also ran: its round keeps the results apart
+                run.params["round"] = int(given["round"])
             out.append(run)
     return out
 
