@@ -264,3 +264,9 @@ def test_nvbandwidth_host_links_from_a_real_h800_capture_and_a_slow_link():
     slow = text.replace(first_row, first_row.replace("55.28", "26.03"), 1)  # GPU 0 at Gen4 speed
     worst = by_subject([r for r in _nvbandwidth(slow, {"gpu_model": H100}) if r["params"]["direction"] == "h2d"])
     assert worst["n1/gpu0"]["status"] == "fail" and "a straggler" in worst["n1/gpu0"]["summary"]
+
+
+def test_cpu_figures_are_never_compared_across_the_fleet(cpu_output):
+    kept = {h: {"gpu_bench": probe(cpu_output)} for h in ("n1", "n2", "n3", "n4")}
+    results = checks.evaluate_many("gpu.compute.fleet", Context(subject="_cluster", host_probes=kept), RUN)
+    assert [r["status"] for r in results] == ["skip"] and "measured the CPU" in results[0]["summary"]

@@ -225,8 +225,13 @@ def words(text: str) -> list[str]:
     return [w.strip() for w in text.split(",") if w.strip()]
 
 
+def significant(value: float, digits: int = 6) -> float:
+    """``value`` to ``digits`` significant digits (a CPU's 0.0002 TFLOP/s keeps its precision)."""
+    return float(f"{value:.{digits}g}")
+
+
 def tflops(m: int, n: int, k: int, seconds: float, count: int = 1) -> float:
-    return round(2.0 * m * n * k * count / seconds / 1e12, 4)
+    return significant(2.0 * m * n * k * count / seconds / 1e12)
 
 
 def bench_gemm(torch, dev: Device, gpu: int, args, dtypes: list[str]) -> None:
@@ -273,7 +278,7 @@ def bench_mamf(torch, dev: Device, gpu: int, args, dtypes: list[str]) -> None:
                  message=f"sweep stopped: {type(exc).__name__}: {str(exc)[:200]}")
         best = max(points, key=lambda p: p[3])
         emit("result", gpu=gpu, bench="mamf", dtype=dtype, shapes=len(points), cut_short=cut,
-             max_tflops=best[3], median_tflops=round(statistics.median(p[3] for p in points), 4),
+             max_tflops=best[3], median_tflops=significant(statistics.median(p[3] for p in points)),
              best_shape=best[:3], statistic="median time per shape; max over shapes", points=points)
 
 
@@ -284,7 +289,7 @@ def bench_gemv(torch, dev: Device, gpu: int, args) -> None:
     times = dev.times(lambda: torch.mv(weights, vector), args.warmup, args.iters, args.flush_mib)
     moved = rows * cols * 2
     emit("result", gpu=gpu, bench="gemv", dtype="bf16", rows=rows, cols=cols, iters=len(times),
-         gbps=round(moved / statistics.median(times) / 1e9, 3))
+         gbps=significant(moved / statistics.median(times) / 1e9))
 
 
 def moe_models(text: str) -> list[dict]:
@@ -381,14 +386,14 @@ def bench_copy(torch, dev: Device, gpu: int, args) -> None:
                               ("d2h", lambda: host.copy_(on_device, non_blocking=True))):
             times = dev.times(fn, 3, max(5, args.iters // 5))
             emit("result", gpu=gpu, bench="copy", direction=direction, bytes=size, pinned=True,
-                 gbps=round(size / statistics.median(times) / 1e9, 3))
+                 gbps=significant(size / statistics.median(times) / 1e9))
         del host, on_device
     src = torch.empty(size, dtype=torch.uint8, device=dev.device)
     dst = torch.empty(size, dtype=torch.uint8, device=dev.device)
     times = dev.times(lambda: dst.copy_(src), 3, max(5, args.iters // 5))
     # Bytes read plus bytes written, the way HBM bandwidth is quoted.
     emit("result", gpu=gpu, bench="copy", direction="d2d", bytes=size, counted="read+write",
-         gbps=round(2 * size / statistics.median(times) / 1e9, 3))
+         gbps=significant(2 * size / statistics.median(times) / 1e9))
 
 
 def run_one(torch, index: int | None, gpu: int, args) -> None:

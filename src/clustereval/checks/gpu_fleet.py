@@ -21,12 +21,17 @@ MIN_NODES = 3
 # A node is named only when it is also an outlier against the fleet's own spread (3 robust standard
 # deviations: 1.4826 x the median absolute deviation), so a noisy benchmark does not name healthy nodes.
 OUTLIER_SIGMAS = 3.0
+# GPUs of one model vary by about 1-2% between healthy nodes: the spread is never taken as less than 1% of the
+# median, so identical figures (a small fleet) do not make every fraction of a percent an outlier.
+MIN_NOISE = 0.01
+GPU_BACKENDS = ("cuda", "rocm")
 
 
-def node_figures(ctx: Context) -> tuple[dict[tuple, dict[str, float]], list[str]]:
-    """``{(bench, variant...): {host: median over the host's GPUs}}`` and the hosts whose output was unusable."""
+def node_figures(ctx: Context) -> tuple[dict[tuple, dict[str, float]], list[str], list[str]]:
+    """``{(bench, variant...): {host: median over the host's GPUs}}``, the hosts whose output was unusable and
+    those whose PyTorch measured the CPU (a CPU figure says nothing about a node's GPUs)."""
     figures: dict[tuple, dict[str, float]] = {}
-    unusable = []
+    unusable, cpu_only = [], []
     for host, probes in sorted(ctx.host_probes.items()):
         probe = probes.get(BENCH)
         if not probe or probe.get("timed_out"):
@@ -37,6 +42,9 @@ def node_figures(ctx: Context) -> tuple[dict[tuple, dict[str, float]], list[str]
         except parsers.ParseError:
             unusable.append(host)
             continue
+        if data.get("backend") not in GPU_BACKENDS:
+            cpu_only.append(host)
+            continue
         values: dict[tuple, list[float]] = {}
         for metric in METRICS.values():
             for record in (r for r in data["results"] if r["bench"] == metric.bench):
@@ -44,12 +52,15 @@ def node_figures(ctx: Context) -> tuple[dict[tuple, dict[str, float]], list[str]
                 values.setdefault(key, []).append(float(record.get(metric.value) or 0.0))
         for key, numbers in values.items():
             figures.setdefault(key, {})[host] = statistics.median(numbers)
-    return figures, unusable
+    return figures, unusable, cpu_only
 
 
 @check(FLEET)
 def fleet(ctx: Context) -> list[Verdict]:
-    figures, unusable = node_figures(ctx)
+    figures, unusable, cpu_only = node_figures(ctx)
+    if cpu_only and not figures:
+        raise Skip(f"PyTorch measured the CPU, not GPUs, on {', '.join(cpu_only)}: no GPU figures to compare "
+                   "(gpu.compute.device says why)")
     # Two nodes cannot say which of them is the slow one: a fleet comparison needs a majority.
     compared = {key: hosts for key, hosts in figures.items() if len(hosts) >= MIN_NODES}
     if not compared:
@@ -65,7 +76,8 @@ def fleet(ctx: Context) -> list[Verdict]:
         for host, value in sorted(hosts.items()):
             ratio = value / fleet_median if fleet_median else 1.0
             status = baselines.grade(ratio, limit)
-            within_noise = fleet_median - value <= OUTLIER_SIGMAS * 1.4826 * deviation
+            noise = max(1.4826 * deviation, MIN_NOISE * fleet_median)
+            within_noise = fleet_median - value <= OUTLIER_SIGMAS * noise
             if status != "pass" and within_noise:
                 status = "pass"
                 summary_note = f"; below the level but within the fleet's own spread ({spread:.1%})"
