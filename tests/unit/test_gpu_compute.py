@@ -270,3 +270,15 @@ def test_cpu_figures_are_never_compared_across_the_fleet(cpu_output):
     kept = {h: {"gpu_bench": probe(cpu_output)} for h in ("n1", "n2", "n3", "n4")}
     results = checks.evaluate_many("gpu.compute.fleet", Context(subject="_cluster", host_probes=kept), RUN)
     assert [r["status"] for r in results] == ["skip"] and "measured the CPU" in results[0]["summary"]
+
+
+def test_a_credential_in_the_pip_index_url_never_reaches_the_run_directory(tmp_path):
+    from clustereval import rundir
+
+    record = {"name": "gpu_torch_env", "cmd": "install", "rc": 0, "stdout": "present: torch 2.13.0 in /v\n",
+              "stderr": "", "params": {"venv": "/v", "index_url": "https://builder:s3cr3tT0ken@pypi.example/simple",
+                                       "api_token": "abcdef123456"}}
+    rundir.keep_probe_outputs(str(tmp_path), "n1", {"gpu_torch_env": record})
+    written = "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
+    assert "s3cr3tT0ken" not in written and "abcdef123456" not in written
+    assert "https://<redacted>@pypi.example/simple" in written
