@@ -27,7 +27,11 @@ def _extravars(pairs: list[str]) -> dict[str, object]:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from clustereval import report, runner
 
-    phases = [p.strip() for p in args.phases.split(",") if p.strip()] if args.phases else None
+    phases = [p.strip() for p in args.phases.split(",") if p.strip()] if args.phases is not None else None
+    if phases == []:
+        print(f"clustereval: --phases {args.phases!r} names no phase; give some of audit, performance, reliability",
+              file=sys.stderr)
+        return 2
     try:
         rc, run_dir = runner.evaluate(args.inventory, phases=phases, out=args.out,
                                       extravars=_extravars(args.extra_vars or []), tags=args.tags,
@@ -144,10 +148,15 @@ def cmd_checks(args: argparse.Namespace) -> int:
 
 def cmd_parse(args: argparse.Namespace) -> int:
     from clustereval import parsers
+    from clustereval.results import dumps
 
-    data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     try:
-        print(json.dumps(parsers.parse(args.tool, data), indent=2, default=str))
+        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        print(f"clustereval: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
+        print(dumps(parsers.parse(args.tool, data), indent=2))
     except parsers.ParseError as exc:
         print(f"clustereval: {exc}", file=sys.stderr)
         return 1

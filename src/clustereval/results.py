@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -205,13 +206,30 @@ def from_task_result(task_result: dict[str, Any]) -> list[dict[str, Any]]:
     return items
 
 
+def finite(value: Any) -> Any:
+    """``value`` with every infinite or NaN float replaced by None, at any depth: JSON has no such numbers, and a
+    tool that overflows (iperf3 printing 1e999) must not make a results line or a parse output unreadable."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(item) for item in value]
+    return value
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """Strict JSON (no Infinity or NaN) of ``value``; non-JSON types as strings."""
+    return json.dumps(finite(value), allow_nan=False, default=str, **options)
+
+
 def append(run_dir: str | os.PathLike[str], results: Iterable[dict[str, Any]]) -> int:
     """Append results to ``results.jsonl``; flushed and fsynced before returning.
 
     Safe from several processes at once (Ansible's forked workers record their own results): the lines
     of one call are written in one ``write`` under an exclusive lock, so lines never interleave.
     """
-    lines = [json.dumps(result, sort_keys=True, default=str) + "\n" for result in results]
+    lines = [dumps(result, sort_keys=True) + "\n" for result in results]
     if not lines:
         return 0
     path = Path(run_dir) / RESULTS_FILE

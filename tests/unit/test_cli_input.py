@@ -1,0 +1,65 @@
+"""Bad input to the CLI and the playbook gets a clear message and a non-zero exit, and what they print or
+record is strict JSON (issue S): an empty phase list, a missing file, an inventory that names no host, a tool
+printing an overflowing number."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clustereval import cli, results
+from tests.conftest import read_corpus
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = REPO / ".venv" / "bin"
+
+
+def strict(text: str):
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_parse_prints_strict_json_when_a_tool_overflows(tmp_path, capsys):
+    doc = json.loads(read_corpus("iperf3", "iperf3-3.9-J-tcp-10s-omit3-retransmits-crlf.json"))
+    doc["end"]["sum_received"]["bits_per_second"] = "OVERFLOW"
+    text = json.dumps(doc).replace('"OVERFLOW"', "1e999")  # what a C printf of an overflowed double looks like
+    (tmp_path / "out.json").write_text(text)
+    assert cli.main(["parse", "iperf3", str(tmp_path / "out.json")]) == 0
+    parsed = strict(capsys.readouterr().out)
+    assert isinstance(parsed, dict)
+
+
+def test_parse_of_a_missing_file_is_a_message_not_a_traceback(tmp_path, capsys):
+    assert cli.main(["parse", "iperf3", str(tmp_path / "absent.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_a_results_line_never_holds_infinity(tmp_path):
+    item = {"run_id": "r", "check": "network.mesh.rtt", "phase": "performance", "domain": "network",
+            "subject": "n1->n2", "status": "pass", "severity": "minor", "summary": "x", "value": float("inf"),
+            "evidence": {"samples": [1.0, float("nan")]}}
+    results.append(tmp_path, [item])
+    line = strict((tmp_path / results.RESULTS_FILE).read_text())
+    assert line["value"] is None and line["evidence"]["samples"] == [1.0, None]
+
+
+@pytest.mark.parametrize("phases", [" , ", ",", ""])
+def test_evaluate_with_no_phase_refuses_before_anything_runs(phases, capsys, tmp_path):
+    assert cli.main(["evaluate", "-i", str(tmp_path / "inv.ini"), "--phases", phases]) == 2
+    assert "names no phase" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (BIN / "ansible-playbook").exists(), reason="ansible is not installed in .venv")
+def test_the_playbook_refuses_an_inventory_with_no_host(tmp_path):
+    proc = subprocess.run([str(BIN / "ansible-playbook"), str(REPO / "playbooks/evaluate.yml"),
+                           "-i", str(tmp_path / "no-such-inventory.ini"), "-e", f"clustereval_out={tmp_path / 'run'}"],
+                          capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env={"PATH": f"{BIN}:/usr/bin:/bin", "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+                               "ANSIBLE_NOCOLOR": "1", "HOME": str(tmp_path)})
+    assert proc.returncode != 0
+    assert "no host of the inventory matches" in proc.stdout + proc.stderr
+    assert not (tmp_path / "run" / "results.jsonl").exists()
