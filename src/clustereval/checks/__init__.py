@@ -112,6 +112,17 @@ class Context:
             raise HarnessError(f"`{probe.get('cmd')}` timed out after {probe.get('timeout')} s")
         return probe
 
+    def instances(self, template: str) -> list[tuple[str, str, str, dict[str, Any]]]:
+        """``(host, probe name, instance, record)`` for every ``<template>@<instance>`` probe a host kept (the
+        runs of a mesh, a sweep or a ring read back for a cluster-wide check), hosts and names in order."""
+        out = []
+        for host, probes in sorted(self.host_probes.items()):
+            for name, probe in sorted(probes.items()):
+                base, _, instance = name.partition("@")
+                if base == template and instance:
+                    out.append((host, name, instance, probe))
+        return out
+
     def _declared_or_raise(self, name: str) -> None:
         if self.declared is not None and name not in self.declared:
             # Select-before-run collects only the probes selected checks name: reading another one would

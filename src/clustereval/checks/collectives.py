@@ -123,29 +123,25 @@ def _measure(run: Run) -> None:
 def runs(ctx: Context, template: str = PROBE) -> list[Run]:
     """Every ``<template>@...`` probe any node kept, with its variant normalised and its output parsed."""
     out = []
-    for host, probes in sorted(ctx.host_probes.items()):
-        for name, probe in sorted(probes.items()):
-            base, _, instance = name.partition("@")
-            if base != template or not instance:
-                continue
-            given = dict(probe.get("params") or {})
-            run = Run(host, name, probe, _nodes(given.get("nodes")), {})
-            key = f"collectives:{id(probe)}"
-            if key not in ctx.parse_cache:
-                _measure(run)
-                ctx.parse_cache[key] = (run.data, run.status, run.why, run.evidence)
-            run.data, run.status, run.why, run.evidence = ctx.parse_cache[key]
-            data = run.data or {}
-            run.nodes = run.nodes or list(data.get("hosts") or [])
-            world = given.get("world_size") or data.get("nranks") or data.get("world_size")
-            run.params = {"collective": given.get("collective") or instance.split(".")[0],
-                          "world_size": int(world) if world else None, "nodes": len(run.nodes) or None,
-                          "launcher": given.get("launcher"), "nvlink": flag(given.get("nvlink"), True),
-                          "nvls": flag(given.get("nvls"))}
-            if str(given.get("round") or "").isdigit():
-                # an isolation pair repeats a node set the sweep also ran: its round keeps the results apart
-                run.params["round"] = int(given["round"])
-            out.append(run)
+    for host, name, instance, probe in ctx.instances(template):
+        given = dict(probe.get("params") or {})
+        run = Run(host, name, probe, _nodes(given.get("nodes")), {})
+        key = f"collectives:{id(probe)}"
+        if key not in ctx.parse_cache:
+            _measure(run)
+            ctx.parse_cache[key] = (run.data, run.status, run.why, run.evidence)
+        run.data, run.status, run.why, run.evidence = ctx.parse_cache[key]
+        data = run.data or {}
+        run.nodes = run.nodes or list(data.get("hosts") or [])
+        world = given.get("world_size") or data.get("nranks") or data.get("world_size")
+        run.params = {"collective": given.get("collective") or instance.split(".")[0],
+                      "world_size": int(world) if world else None, "nodes": len(run.nodes) or None,
+                      "launcher": given.get("launcher"), "nvlink": flag(given.get("nvlink"), True),
+                      "nvls": flag(given.get("nvls"))}
+        if str(given.get("round") or "").isdigit():
+            # an isolation pair repeats a node set the sweep also ran: its round keeps the results apart
+            run.params["round"] = int(given["round"])
+        out.append(run)
     return out
 
 

@@ -23,10 +23,8 @@ def _runs(ctx: Context) -> list[Run]:
 
 def _reparse(ctx: Context) -> list[Run]:
     # runs() parses with the record's parser; a record without one defaults to nccl-tests there.
-    for host in ctx.host_probes.values():
-        for name, probe in host.items():
-            if name.partition("@")[0] == PROBE:
-                probe.setdefault("parser", "torch-distributed")
+    for _, _, _, probe in ctx.instances(PROBE):
+        probe.setdefault("parser", "torch-distributed")
     return _runs(ctx)
 
 

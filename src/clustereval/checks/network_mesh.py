@@ -25,13 +25,7 @@ SERIES = "series/_cluster/network-mesh-tcp.csv"
 
 def _instances(ctx: Context, template: str) -> dict[tuple[str, str], dict[str, Any]]:
     """``{(source, destination): probe}`` for every instance ``<template>@<destination>`` a source kept."""
-    out = {}
-    for host, probes in sorted(ctx.host_probes.items()):
-        for name, probe in probes.items():
-            base, _, peer = name.partition("@")
-            if base == template and peer:
-                out[(host, peer)] = probe
-    return out
+    return {(host, peer): probe for host, _, peer, probe in ctx.instances(template)}
 
 
 def _parse(ctx: Context, probe: dict[str, Any], tool: str) -> tuple[dict[str, Any] | None, str | None]:

@@ -43,25 +43,21 @@ def _rail(ctx: Context, host: str, device: str) -> tuple[str | None, float | Non
 
 def _measurements(ctx: Context) -> list[dict[str, Any]]:
     out = []
-    for host, probes in sorted(ctx.host_probes.items()):
-        for name, probe in sorted(probes.items()):
-            base, _, instance = name.partition("@")
-            if base != PERF or not instance:
-                continue
-            given, bits = dict(probe.get("params") or {}), instance.split(".")
-            tool = given.get("tool") or bits[0]
-            device = given.get("device") or (bits[1] if len(bits) > 1 else None)
-            src = given.get("src") or host
-            dst = given.get("dst") or (bits[-1] if len(bits) > 3 else None)
-            classes, rates = zip(*[_rail(ctx, h, device) for h in (src, dst) if h], strict=False)
-            known = [r for r in rates if r]
-            rate = float(given["rate_gbps"]) if given.get("rate_gbps") else (min(known) if known else None)
-            item = {"probe": probe, "name": name, "src": src, "dst": dst, "device": device,
-                    "params": {"tool": tool, "device": device, "memory": given.get("memory") or "host"},
-                    "facts": {"rail_class": next((c for c in classes if c), None), "rail_gbps": rate},
-                    "subject": pair_subject(src, dst or "?"), "data": None, "status": None, "why": ""}
-            _parse(item)
-            out.append(item)
+    for host, name, instance, probe in ctx.instances(PERF):
+        given, bits = dict(probe.get("params") or {}), instance.split(".")
+        tool = given.get("tool") or bits[0]
+        device = given.get("device") or (bits[1] if len(bits) > 1 else None)
+        src = given.get("src") or host
+        dst = given.get("dst") or (bits[-1] if len(bits) > 3 else None)
+        classes, rates = zip(*[_rail(ctx, h, device) for h in (src, dst) if h], strict=False)
+        known = [r for r in rates if r]
+        rate = float(given["rate_gbps"]) if given.get("rate_gbps") else (min(known) if known else None)
+        item = {"probe": probe, "name": name, "src": src, "dst": dst, "device": device,
+                "params": {"tool": tool, "device": device, "memory": given.get("memory") or "host"},
+                "facts": {"rail_class": next((c for c in classes if c), None), "rail_gbps": rate},
+                "subject": pair_subject(src, dst or "?"), "data": None, "status": None, "why": ""}
+        _parse(item)
+        out.append(item)
     return out
 
 
@@ -209,45 +205,42 @@ def _active(ctx: Context, host: str, device: str) -> bool | None:
 @check("network.rdma.control_path")
 def control_path(ctx: Context) -> list[Verdict]:
     verdicts = []
-    for host, probes in sorted(ctx.host_probes.items()):
-        for name, probe in sorted(probes.items()):
-            if name.partition("@")[0] != CONTROL:
-                continue
-            base = {"subject": host, "evidence": {"_artifacts": [probe.get("artifact")]}}
-            if probe.get("missing"):
-                verdicts.append(Verdict("skip", f"{host}: ibv_devinfo is not installed (rdma-core)", **base))
-                continue
-            if probe.get("timed_out"):
-                verdicts.append(Verdict("fail", f"{host}: the RDMA control probe hung past {probe.get('timeout')} s",
-                                        **base))
-                continue
-            sections = _sections(probe.get("stdout") or "")
-            if not sections:
-                verdicts.append(Verdict("error", f"{host}: no '# device' section in the control probe's output",
-                                        **base))
-                continue
-            dead, slow, quiet = [], [], []
-            for device, fields, text in sections:
-                answered = fields.get("rc") == "0"
-                if answered:
-                    try:
-                        tool = "ibstat" if text.lstrip().startswith("CA ") else "ibv_devinfo"
-                        answered = bool(parsers.parse(tool, text).get("ports"))
-                    except parsers.ParseError:
-                        answered = False
-                seconds, budget = (_seconds(fields.get(k)) for k in ("seconds", "timeout"))
-                if not answered:
-                    (dead if _active(ctx, host, device) is not False else quiet).append(device)
-                elif seconds and budget and seconds > budget / 2:
-                    slow.append(f"{device} ({seconds:g} s of {budget:g})")
-            status = "fail" if dead else ("warn" if slow or quiet else "pass")
-            parts = ([f"active device(s) not answering: {', '.join(dead)}"] if dead else []) + (
-                [f"slow to answer: {', '.join(slow)}"] if slow else []) + (
-                [f"not answering, port not active: {', '.join(quiet)}"] if quiet else [])
-            answering = len(sections) - len(dead) - len(quiet)
-            summary = f"{host}: " + ("; ".join(parts) if parts else f"all {len(sections)} RDMA devices answer")
-            base["evidence"].update(dead=dead, slow=slow, inactive_silent=quiet)
-            verdicts.append(Verdict(status, summary, answering, "devices", None, **base))
+    for host, _, _, probe in ctx.instances(CONTROL):
+        base = {"subject": host, "evidence": {"_artifacts": [probe.get("artifact")]}}
+        if probe.get("missing"):
+            verdicts.append(Verdict("skip", f"{host}: ibv_devinfo is not installed (rdma-core)", **base))
+            continue
+        if probe.get("timed_out"):
+            verdicts.append(Verdict("fail", f"{host}: the RDMA control probe hung past {probe.get('timeout')} s",
+                                    **base))
+            continue
+        sections = _sections(probe.get("stdout") or "")
+        if not sections:
+            verdicts.append(Verdict("error", f"{host}: no '# device' section in the control probe's output",
+                                    **base))
+            continue
+        dead, slow, quiet = [], [], []
+        for device, fields, text in sections:
+            answered = fields.get("rc") == "0"
+            if answered:
+                try:
+                    tool = "ibstat" if text.lstrip().startswith("CA ") else "ibv_devinfo"
+                    answered = bool(parsers.parse(tool, text).get("ports"))
+                except parsers.ParseError:
+                    answered = False
+            seconds, budget = (_seconds(fields.get(k)) for k in ("seconds", "timeout"))
+            if not answered:
+                (dead if _active(ctx, host, device) is not False else quiet).append(device)
+            elif seconds and budget and seconds > budget / 2:
+                slow.append(f"{device} ({seconds:g} s of {budget:g})")
+        status = "fail" if dead else ("warn" if slow or quiet else "pass")
+        parts = ([f"active device(s) not answering: {', '.join(dead)}"] if dead else []) + (
+            [f"slow to answer: {', '.join(slow)}"] if slow else []) + (
+            [f"not answering, port not active: {', '.join(quiet)}"] if quiet else [])
+        answering = len(sections) - len(dead) - len(quiet)
+        summary = f"{host}: " + ("; ".join(parts) if parts else f"all {len(sections)} RDMA devices answer")
+        base["evidence"].update(dead=dead, slow=slow, inactive_silent=quiet)
+        verdicts.append(Verdict(status, summary, answering, "devices", None, **base))
     if not verdicts:
         raise Skip("no rdma_control@<node> probe was kept (it runs after perftest)")
     return verdicts
