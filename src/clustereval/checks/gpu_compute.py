@@ -144,32 +144,16 @@ def _one(ctx: Context, check_id: str, metric: Metric, data: dict[str, Any], reco
                                 "torch": data.get("torch"), "mode": data.get("mode"),
                                 **{k: record[k] for k in EVIDENCE_KEYS if k in record}}
     subject = component_subject(ctx.subject, f"gpu{gpu}")
-    statuses, notes, expected = [], [], None
+    notes: list[str] = []
     if value <= 0:
         return Verdict("fail", f"{metric.what} {_label(params)} {where} measured no throughput (0 {metric.unit})",
                        value, metric.unit, None, evidence, params=params, subject=subject)
     absolute = None if on_cpu else _absolute(ctx, check_id, device, params)
-    if absolute is not None:
-        status = baselines.grade(value, absolute)
-        statuses.append(status)
-        expected = absolute.expected()
-        if status != "pass":
-            notes.append(f"below the {'fail' if status == 'fail' else 'warn'} level "
-                         f"{absolute.fail if status == 'fail' else absolute.warn:g} {metric.unit} "
-                         f"({value / absolute.reference:.0%} of the reference {absolute.reference:g})")
-    else:
+    if absolute is None:
         notes.append("no reference for the CPU: judged on sanity and peers only" if on_cpu else
                      f"no reference for {device.get('name')} in baselines/{AREA}.yml: judged against its peers only")
-    if len(peers) >= 2:
-        straggler = baselines.reference(AREA, STRAGGLER, {}, params, ctx.options.get("baseline_overrides"), peers=peers)
-        ratio = value / straggler.reference if straggler.reference else 1.0
-        status = baselines.grade(value, straggler)
-        statuses.append(status)
-        evidence.update(node_median=round(straggler.reference, 4), ratio_to_node_median=round(ratio, 4))
-        if status != "pass":
-            notes.append(f"a straggler: {1 - ratio:.1%} below the node's median {straggler.reference:g} {metric.unit}")
-        expected = expected or straggler.expected()
-    status = worst(*statuses) if statuses else "pass"
+    status, graded_notes, expected = graded_figure(ctx, value, metric.unit, params, absolute, peers, evidence)
+    notes += graded_notes
     summary = f"{metric.what} {_label(params)} {value:g} {metric.unit} {where}".replace("  ", " ")
     if notes:
         summary += "; " + "; ".join(notes)
@@ -181,6 +165,31 @@ def _one(ctx: Context, check_id: str, metric: Metric, data: dict[str, Any], reco
                             for p in record["points"]]}]
     return Verdict(status, summary, round(value, 4), metric.unit, expected, evidence, series=series, params=params,
                    subject=subject)
+
+
+def graded_figure(ctx: Context, value: float, unit: str, params: dict[str, Any], absolute: baselines.Limit | None,
+                  peers: list[float], evidence: dict[str, Any]) -> tuple[str, list[str], dict[str, Any] | None]:
+    """One GPU's figure against its model's reference (when one matched) and against its node's other GPUs for
+    the same variant (the straggler rule, with two or more measured): (status, notes naming what it missed,
+    the expected block). The node median and the ratio to it go into ``evidence``."""
+    statuses, notes, expected = [], [], None
+    if absolute is not None:
+        statuses.append(baselines.grade(value, absolute))
+        expected = absolute.expected()
+        if statuses[-1] != "pass":
+            failed = statuses[-1] == "fail"
+            notes.append(f"below the {'fail' if failed else 'warn'} level "
+                         f"{absolute.fail if failed else absolute.warn:g} {unit} "
+                         f"({value / absolute.reference:.0%} of the reference {absolute.reference:g})")
+    if len(peers) >= 2:
+        straggler = baselines.reference(AREA, STRAGGLER, {}, params, ctx.options.get("baseline_overrides"), peers=peers)
+        ratio = value / straggler.reference if straggler.reference else 1.0
+        statuses.append(baselines.grade(value, straggler))
+        evidence.update(node_median=round(straggler.reference, 4), ratio_to_node_median=round(ratio, 4))
+        if statuses[-1] != "pass":
+            notes.append(f"a straggler: {1 - ratio:.1%} below the node's median {straggler.reference:g} {unit}")
+        expected = expected or straggler.expected()
+    return (worst(*statuses) if statuses else "pass"), notes, expected
 
 
 for _check_id in METRICS:

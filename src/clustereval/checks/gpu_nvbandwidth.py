@@ -12,8 +12,8 @@ from typing import Any
 
 from clustereval import baselines
 from clustereval.checks import Context, Skip, Verdict, check
-from clustereval.checks.gpu_compute import AREA, STRAGGLER
-from clustereval.results import component_subject, worst
+from clustereval.checks.gpu_compute import AREA, graded_figure
+from clustereval.results import component_subject
 
 PROBE = "gpu_nvbandwidth"
 DIRECTIONS = {"host_to_device_memcpy_ce": "h2d", "device_to_host_memcpy_ce": "d2h"}
@@ -38,29 +38,17 @@ def nvbandwidth(ctx: Context) -> list[Verdict]:
         peers = list(figures.values())
         for gpu, value in sorted(figures.items()):
             params = {**ctx.params, "direction": direction, "test": name}
-            statuses, notes, expected = [], [], None
+            notes, absolute = [], None
             try:
                 absolute = baselines.reference(AREA, "gpu.compute.nvbandwidth", {**ctx.facts}, params,
                                                ctx.options.get("baseline_overrides"))
-                statuses.append(baselines.grade(value, absolute))
-                expected = absolute.expected()
-                if statuses[-1] != "pass":
-                    notes.append(f"{value / absolute.reference:.0%} of the reference {absolute.reference:g} GB/s")
             except baselines.NoReference:
                 notes.append(f"no host-link reference for {gpu_model}: judged against its peers only")
-            if len(peers) >= 2:
-                straggler = baselines.reference(AREA, STRAGGLER, {}, params, ctx.options.get("baseline_overrides"),
-                                                peers=peers)
-                statuses.append(baselines.grade(value, straggler))
-                expected = expected or straggler.expected()
-                if statuses[-1] != "pass":
-                    notes.append(f"a straggler: {1 - value / straggler.reference:.1%} below the node's median "
-                                 f"{straggler.reference:g} GB/s")
-            status = worst(*statuses) if statuses else "pass"
-            summary = "; ".join([f"nvbandwidth {direction} {value:g} GB/s on GPU {gpu}", *notes])
-            verdicts.append(Verdict(status, summary, value, "GB/s", expected,
-                                    {"test": name, "nvbandwidth": data.get("version"), "gpu_model": gpu_model},
-                                    params=params, subject=component_subject(ctx.subject, f"gpu{gpu}")))
+            evidence = {"test": name, "nvbandwidth": data.get("version"), "gpu_model": gpu_model}
+            status, graded_notes, expected = graded_figure(ctx, value, "GB/s", params, absolute, peers, evidence)
+            summary = "; ".join([f"nvbandwidth {direction} {value:g} GB/s on GPU {gpu}", *notes, *graded_notes])
+            verdicts.append(Verdict(status, summary, value, "GB/s", expected, evidence, params=params,
+                                    subject=component_subject(ctx.subject, f"gpu{gpu}")))
     if not verdicts:
         raise Skip(f"nvbandwidth ran but printed none of {', '.join(DIRECTIONS)} (tests: "
                    f"{', '.join(data.get('test_names') or []) or 'none'})")
