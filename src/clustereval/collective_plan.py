@@ -54,6 +54,17 @@ def nccl_runs(hosts: Sequence[str], collectives: Sequence[str], scaling: bool = 
     return runs
 
 
+def _named(probe: dict[str, Any], instance: str, params: dict[str, Any], artifact: str) -> dict[str, Any]:
+    """The catalogue ``probe`` as its instance ``<probe>@<instance>``: its own params and artifact file."""
+    return {**probe, "name": f"{probe['name']}@{instance}", "probe": probe["name"], "params": params,
+            "artifact": artifact}
+
+
+def _mpi_hosts(nodes: Sequence[str], addresses: dict[str, str]) -> str:
+    """mpirun's ``-H`` list: one slot (one process) per node, at the address its peers reach it."""
+    return ",".join(f"{addresses.get(h) or h}:1" for h in nodes)
+
+
 def _instance(probe: dict[str, Any], run: dict[str, Any], addresses: dict[str, str], slurm_names: dict[str, str],
               settings: dict[str, Any]) -> dict[str, Any]:
     env = " ".join(filter(None, [run.get("env", ""), str(settings.get("env") or "")]))
@@ -63,16 +74,19 @@ def _instance(probe: dict[str, Any], run: dict[str, Any], addresses: dict[str, s
         **{k: settings[k] for k in ("bin_dir", "min_bytes", "max_bytes", "step_factor", "iters", "warmup", "check",
                                     "launcher_args") if k in settings},
         "collective": run["collective"], "gpus_per_node": gpus, "env": env, "launcher": run["launcher"],
-        "procs": len(nodes), "mpi_hosts": ",".join(f"{addresses.get(h) or h}:1" for h in nodes),
+        "procs": len(nodes), "mpi_hosts": _mpi_hosts(nodes, addresses),
         "slurm_nodes": ",".join(slurm_names.get(h) or h for h in nodes),
         # what the checks read (not used by the command)
         "nodes": nodes, "world_size": gpus * len(nodes), "nvlink": bool(run.get("nvlink", True)),
     }
-    name = f"{probe['name']}@{run['collective']}.{_SAFE.sub('_', str(run['label']))}"
+    label = _SAFE.sub("_", str(run["label"]))
     stem, dot, ext = str(probe.get("artifact") or "nccl.txt").rpartition(".")
-    return {**probe, "name": name, "probe": probe["name"], "params": params,
-            "artifact": f"{stem}-{run['collective']}-{_SAFE.sub('_', str(run['label']))}.{ext}" if dot else name,
-            **({"timeout": float(settings["timeout_s"])} if settings.get("timeout_s") else {})}
+    suffix = f"{run['collective']}-{label}"
+    instance = _named(probe, f"{run['collective']}.{label}", params,
+                      f"{stem}-{suffix}.{ext}" if dot else f"{ext}-{suffix}")
+    if settings.get("timeout_s"):
+        instance["timeout"] = float(settings["timeout_s"])
+    return instance
 
 
 def nccl_instances(probe: dict[str, Any], runs: list[dict[str, Any]], addresses: dict[str, str],
@@ -108,11 +122,10 @@ def torchdist_instances(probe: dict[str, Any], collectives: Sequence[str], nodes
     out = []
     for collective in collectives:
         params = {**settings, "collectives": collective, "procs": len(nodes),
-                  "mpi_hosts": ",".join(f"{addresses.get(h) or h}:1" for h in nodes),
+                  "mpi_hosts": _mpi_hosts(nodes, addresses),
                   "master_addr": addresses.get(nodes[0]) or nodes[0],
                   "collective": collective, "nodes": nodes, "world_size": len(nodes), "launcher": "mpirun"}
-        out.append({**probe, "name": f"{probe['name']}@{collective}", "probe": probe["name"], "params": params,
-                    "artifact": f"torchdist-{collective}.jsonl"})
+        out.append(_named(probe, collective, params, f"torchdist-{collective}.jsonl"))
     return out
 
 
@@ -170,13 +183,13 @@ def perftest_instances(probe: dict[str, Any], client: str, server: str, plan: li
     out = []
     base = int(settings.get("port", 18515))
     for item in plan:
-        name = f"{probe['name']}@{item['tool']}.{item['device']}.{item['memory']}.{client}.{server}"
         params = {"tool": item["tool"], "device": item["device"], "port": base + item["offset"],
                   "tool_args": settings.get("tool_args", ""), "size": settings.get("size", 65536),
                   "duration": settings.get("duration", 5), "memory": item["memory"], "gpu": settings.get("gpu", 0),
                   "server": addresses.get(server, server), "src": client, "dst": server}
         artifact = f"perftest-{item['tool']}-{item['device']}-{item['memory']}-to-{_SAFE.sub('_', server)}.txt"
-        out.append({**probe, "name": name, "probe": probe["name"], "params": params, "artifact": artifact})
+        out.append(_named(probe, f"{item['tool']}.{item['device']}.{item['memory']}.{client}.{server}", params,
+                          artifact))
     return out
 
 
