@@ -8,7 +8,12 @@ tool itself:
 * CRLF becomes LF and ANSI colour/cursor escape sequences are removed;
 * ``srun -l`` rank prefixes (``0: ``, ``12: ``) and ``mpirun --tag-output`` prefixes
   (``[1,0]<stdout>:``, ``[1,3]<stderr>:``) are stripped when they prefix most non-empty lines;
-* then lone CRs (progress redraws) become LF.
+* trailing blanks (spaces, tabs, a CR left over from a mixed line ending) are removed from every line;
+* then lone CRs (progress redraws) become LF;
+* an indentation every non-blank line shares (a capture pasted as an indented code block) is removed.
+
+Parsers that compare indentation measure it with :func:`indent_columns` (tabs expanded to 8 columns), so a
+capture whose tabs became spaces, or whose spaces became tabs, nests the same way.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 # "0000:3b:00.0" must not look like one. `mpirun --tag-output` adds no space after the colon.
 _SRUN_PREFIX = re.compile(r"^\s{0,5}(?:0|[1-9]\d{0,5}): ")
 _MPIRUN_PREFIX = re.compile(r"^\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:")
+_BLANKS = " \t\r"
 
 
 def to_text(data: str | bytes | bytearray | None) -> str:
@@ -61,7 +67,28 @@ def clean(data: str | bytes | bytearray | None) -> str:
             break
     # Progress lines redrawn with a bare CR (gpu-burn, wget-style bars) become lines of their own only
     # now: a launcher labels whole LF-terminated lines, CRs included.
-    return "\n".join(lines).replace("\r", "\n")
+    lines = "\n".join(line.rstrip(_BLANKS) for line in lines).replace("\r", "\n").split("\n")
+    return "\n".join(_dedent(lines))
+
+
+def _dedent(lines: list[str]) -> list[str]:
+    """Remove the leading whitespace that every non-blank line shares (none is shared by tool output)."""
+    body = [line for line in lines if line.strip()]
+    if not body or not body[0][:1].isspace():
+        return lines
+    shared = body[0][:len(body[0]) - len(body[0].lstrip(_BLANKS))]
+    for line in body[1:]:
+        while shared and not line.startswith(shared):
+            shared = shared[:-1]
+        if not shared:
+            return lines
+    return [line[len(shared):] for line in lines]
+
+
+def indent_columns(line: str) -> int:
+    """How far ``line`` is indented, in columns with tabs expanded to 8 (as a terminal shows it)."""
+    expanded = line.expandtabs(8)
+    return len(expanded) - len(expanded.lstrip(" "))
 
 
 def to_float(token: str | None) -> float | None:

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from clustereval.parsers import register
-from clustereval.parsers._common import result, to_float
+from clustereval.parsers._common import indent_columns, result, to_float
 from clustereval.parsers.errors import ParseError
 
 TOOL = "amd-smi"
@@ -47,7 +47,7 @@ def _parse_keyvalue(text: str) -> dict[str, Any]:
         if raw.strip() in ("...", "[...]"):
             elided = True
             continue
-        indent = len(raw) - len(raw.lstrip(" "))
+        indent = indent_columns(raw)
         key, sep, value = raw.strip().partition(":")
         if not sep:
             warnings.append(f"line not understood: {raw.strip()[:120]!r}")

@@ -6,7 +6,9 @@ lines: subsystem, NUMA node, IOMMU group, physical slot, kernel driver/modules, 
 (speed, width, ``downgraded`` when the link trains below its capability) and the Access Control Services
 capability/control bits as ``{"SrcValid": True, "ReqRedir": False, ...}``. Mail-archive copies still in
 quoted-printable encoding (``=3D``, soft line breaks) are decoded and reported (``complete: False``), and
-author elisions (``....``) are reported too.
+author elisions (``....``) are reported too. Only relative indentation tells a device's own fields from a
+capability's body, so a capture whose tabs became spaces (``expand``, a terminal copy, a log pipeline)
+reads the same.
 
 ``-tv``: the tree is walked by column to give each function its ``bus:dev.fn`` address, its name, and the
 bus range behind each bridge.
@@ -19,7 +21,7 @@ import re
 from typing import Any
 
 from clustereval.parsers import register
-from clustereval.parsers._common import result, to_int
+from clustereval.parsers._common import indent_columns, result, to_int
 from clustereval.parsers.errors import ParseError
 
 _HEADER = re.compile(
@@ -52,6 +54,7 @@ def _parse_vvv(text: str, warnings: list[str]) -> tuple[list[dict[str, Any]], bo
     device: dict[str, Any] | None = None
     elided = False
     capability: str | None = None
+    field_indent: int | None = None  # columns of the block's own field lines; capability bodies sit deeper
     for raw in text.split("\n"):
         if not raw.strip():
             continue
@@ -80,7 +83,7 @@ def _parse_vvv(text: str, warnings: list[str]) -> tuple[list[dict[str, Any]], bo
                     "acs_ctl": None,
                 }
                 devices.append(device)
-                capability = None
+                capability, field_indent = None, None
                 continue
             if device is None and not set(raw.strip()) <= {"."}:
                 warnings.append(f"unrecognised line: {raw.strip()[:160]}")
@@ -96,8 +99,12 @@ def _parse_vvv(text: str, warnings: list[str]) -> tuple[list[dict[str, Any]], bo
         if line.startswith("Capabilities:"):
             capability = line
             continue
-        tabs = len(raw) - len(raw.lstrip("\t"))
-        device_level = tabs == 1 if tabs else len(raw) - len(raw.lstrip(" ")) < 8
+        # lspci indents a device's fields one tab and a capability's body two; a copy may have turned the tabs
+        # into spaces of any width, so a line is the device's own when it is no deeper than the first one
+        indent = indent_columns(raw)
+        if indent and field_indent is None:
+            field_indent = indent
+        device_level = indent <= (field_indent or 0)
         key, _, value = line.partition(":")
         key, value = key.strip(), value.strip()
         if key in _SIMPLE_FIELDS and (capability is None or device_level):

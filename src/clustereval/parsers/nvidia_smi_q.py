@@ -1,10 +1,12 @@
 """Parser for ``nvidia-smi -q`` (the text query report), whole or with ``-d SECTION,...`` / ``-i N``.
 
 Understands the indented ``Label : value`` report of drivers R418 to R595: the ``NVSMI LOG`` banner
-(or its absence), a leading blank line, ``GPU <bus id>`` blocks, sections nested by four-space
-indentation (including values that also have children, such as ``HW Slowdown``), both "Clocks Throttle
-Reasons" (before R535) and "Clocks Event Reasons", old and new ECC and power layouts, and per-process
-entries. ``-d`` reports carry only the sections asked for; every other field is None.
+(or its absence), a leading blank line, ``GPU <bus id>`` blocks, sections nested by indentation (including
+values that also have children, such as ``HW Slowdown``), both "Clocks Throttle Reasons" (before R535) and
+"Clocks Event Reasons", old and new ECC and power layouts, and per-process entries. Only relative
+indentation counts, in columns with tabs expanded to 8, so a copy re-indented with other widths, or whose
+runs of spaces became tabs, builds the same tree. ``-d`` reports carry only the sections asked for; every
+other field is None.
 
 Result keys are the same as :mod:`clustereval.parsers.nvidia_smi_q_x` (``driver_version``,
 ``cuda_version``, ``timestamp``, ``attached_gpus``, ``gpus`` with the record of
@@ -19,7 +21,7 @@ import re
 from typing import Any
 
 from clustereval.parsers import register
-from clustereval.parsers._common import result
+from clustereval.parsers._common import indent_columns, result
 from clustereval.parsers.errors import ParseError
 from clustereval.parsers.nvidia_smi_shared import Node, gpu_record, integer, slug, text_or_none
 
@@ -42,9 +44,8 @@ def _build_tree(lines: list[str]) -> Node:
     for line in lines:
         if not line.strip():
             continue
-        expanded = line.expandtabs(4).rstrip()
-        indent = len(expanded) - len(expanded.lstrip())
-        body = expanded.strip()
+        indent = indent_columns(line)
+        body = line.strip()
         match = _KEY_VALUE.match(body)
         label, value = (match.group("label"), (match.group("value") or "").strip()) if match else (body, None)
         node = Node(value=value)

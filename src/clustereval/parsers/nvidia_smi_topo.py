@@ -39,7 +39,7 @@ _NIC_ENTRY = re.compile(r"^\s*(?P<nic>NIC\d+)\s*:\s*(?P<name>\S+)\s*$")
 
 def _header(line: str) -> tuple[list[str], list[str]] | None:
     """Device columns and affinity labels of a header row, or None when the line is not a header."""
-    cells = [c.strip() for c in line.split("\t") if c.strip()] if "\t" in line else line.split()
+    cells = [c for c in _cells(line) if c]
     devices: list[str] = []
     rest_start = len(cells)
     for i, cell in enumerate(cells):
@@ -57,11 +57,17 @@ def _header(line: str) -> tuple[list[str], list[str]] | None:
     return devices, labels
 
 
-def _split_row(line: str) -> list[str]:
-    if "\t" in line:
+def _cells(line: str) -> list[str]:
+    """The cells of one row: tab-separated as printed (empty cells kept), else split on runs of spaces.
+
+    Only tabs between cells count: a copy that turned its tabs into spaces may still carry a leading tab
+    (``unexpand``) or a trailing one, and is then read as the space-separated copy it is.
+    """
+    body = line.strip()
+    if "\t" in body:
         # the tool pads the self cell as " X " and leaves empty cells for NIC rows' affinity columns
-        return [c.strip() for c in line.split("\t")]
-    return line.split()
+        return [c.strip() for c in body.split("\t")]
+    return body.split()
 
 
 @register(TOOL)
@@ -92,9 +98,7 @@ def parse(text: str) -> dict[str, Any]:
         line = lines[index]
         if not line.strip() or line.strip().startswith("Legend"):
             break
-        cells = _split_row(line)
-        if "\t" in line and cells and cells[0] == "":
-            cells = cells[1:]
+        cells = _cells(line)
         name = cells[0] if cells else ""
         if not _DEVICE.match(name):
             warnings.append(f"matrix row not understood: {line.strip()[:120]!r}")

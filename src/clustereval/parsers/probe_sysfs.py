@@ -21,8 +21,18 @@ _HCA_FW = re.compile(r"/sys/class/infiniband/([^/]+)/fw_ver$")
 
 
 def _lines(text: str) -> list[tuple[str, str]]:
-    """(path, value) of every line; the value is what follows the first ``": "`` (empty when none does)."""
-    return [(key, value) for key, _, value in (line.partition(": ") for line in text.splitlines())]
+    """(path, value) of every line; the value is what follows the first ``": "`` (empty when none does).
+
+    A path holds colons of its own (``0000:3b:00.0``), so only colon-space separates; a line ending in a bare
+    colon is a key with an empty value whose trailing blank was trimmed away.
+    """
+    pairs = []
+    for line in text.splitlines():
+        key, sep, value = line.partition(": ")
+        if not sep and key.endswith(":"):
+            key = key[:-1]
+        pairs.append((key, value))
+    return pairs
 
 
 @register("probe-monitoring-cpufreq")
