@@ -12,7 +12,7 @@ from typing import Any
 SHIM_DIR = Path(__file__).resolve().parent.parent / "shims"
 
 
-def shim_text(name: str, **constants: str) -> str:
+def shim_text(name: str, **constants: Any) -> str:
     """A shim's source as an installed program of the node: run by the node's python3 without
     site-packages (the shims use the standard library only), with module constants set
     (``INSTALLED=...`` replaces the line ``INSTALLED = None``)."""
