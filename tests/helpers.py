@@ -3,6 +3,7 @@ that judges a check and holds its result to the result contract."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from clustereval import checks
@@ -10,6 +11,12 @@ from clustereval.checks import Context, probe_catalogue
 from clustereval.results import problems
 
 RUN = "test-run"
+
+# Words with which a summary states a problem. A check whose summary says one of these about the cluster
+# must not pass (issue V); every unit test of a check holds its pass verdicts to that.
+PROBLEM_WORDS = re.compile(r"\b(missing|not installed|not found|unavailable|cannot|can't|broken|"
+                           r"no \w+ on the (?:login|batch) PATH|is absent|are absent|fell off|vulnerable)\b",
+                           re.IGNORECASE)
 
 
 def probe(name: str, stdout: str = "", rc: int = 0, **fields: Any) -> dict[str, dict[str, Any]]:
@@ -32,4 +39,8 @@ def judge(check_id: str, probes: dict[str, dict[str, Any]] | None = None, *, fle
     ctx = Context(subject=subject, probes=probes or {}, fleet=fleet or {}, options=options)
     result = checks.evaluate(check_id, ctx, RUN)
     assert problems(result) == []
+    if result["status"] == "pass":
+        stated = PROBLEM_WORDS.search(result["summary"])
+        assert stated is None, f"{check_id} passes while its summary states a problem ({stated.group(0)!r}): " \
+                               f"{result['summary']}"
     return result

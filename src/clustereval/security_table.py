@@ -227,6 +227,12 @@ class Table:
         if branch > numbers[-1]:
             return Assessment("pass", text, None, f"R{branch}", reason=(
                 f"R{branch} is newer than every branch of the table (newest R{numbers[-1]})"))
+        if branch < numbers[0]:
+            # Older than the oldest branch NVIDIA still fixes: end of life, below every minimum there is.
+            oldest = branches[str(numbers[0])]
+            return self._below(comp, oldest, text, str(oldest["minimum"]), f"R{branch}", today, (
+                f"R{branch} is older than every supported branch of the table (oldest R{numbers[0]}, fixed in "
+                f"{oldest['minimum']}): end of life, no security fixes"))
         return Assessment("unknown", text, None, f"R{branch}", reason=(
             f"branch R{branch} is not in the table ({listed}): NVIDIA's current bulletins list no fixed "
             f"release for it (an end-of-life branch gets no security fixes)"))
@@ -276,6 +282,12 @@ class Table:
         if numbers and train > numbers[-1]:
             return Assessment("pass", text, None, f"train {train}", reason=f"train {train} is newer than "
                               f"every train of the table (newest {numbers[-1]})")
+        if numbers and train < numbers[0]:
+            oldest = trains[str(numbers[0])]
+            minimum = f"{family}.{numbers[0]}.{oldest['minimum']}"
+            return self._below(comp, oldest, text, minimum, f"train {train}", today, (
+                f"train {train} of {text} is older than every train of the table (oldest {numbers[0]}, fixed "
+                f"in {minimum}): below the minimum"))
         return Assessment("unknown", text, None, f"train {train}", reason=(
             f"train {train} of {text} is not in the table ({', '.join(map(str, numbers))})"))
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from clustereval.sim import cluster
+from tests.helpers import PROBLEM_WORDS
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -49,8 +50,13 @@ def run_playbook(inventory: Path, *args: str, timeout: int = 300) -> subprocess.
 
 
 def load_result_list(run_dir: Path) -> list[dict]:
-    """Every result of a run directory's results.jsonl, in the order written."""
-    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
+    """Every result of a run directory's results.jsonl, in the order written; none of them a pass whose
+    summary states a problem (the rule every check is held to, see tests/helpers.PROBLEM_WORDS)."""
+    results = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
+    stating = [f"{r['check']} on {r['subject']}: {r['summary']}" for r in results
+               if r.get("status") == "pass" and PROBLEM_WORDS.search(str(r.get("summary") or ""))]
+    assert not stating, f"passes whose summary states a problem: {stating[:5]}"
+    return results
 
 
 def by_key(items: list[dict]) -> Results:

@@ -128,6 +128,16 @@ class TestMpiPmix:
     def test_unrecognisable_output_is_an_error(self):
         assert run("audit.software.mpi_pmix", probes("mpi_list=Segmentation fault\n"))["status"] == "error"
 
+    def test_pmix_with_mpirun_passes(self):
+        result = run("audit.software.mpi_pmix", probes())
+        assert result["status"] == "pass" and "mpirun /" in result["summary"]
+
+    def test_pmix_without_mpirun_on_the_login_path_is_not_a_pass(self):
+        # srun direct launch works, but a required piece (mpirun) is missing: the summary says so, so no pass.
+        env = without(LOGIN, "login_mpirun=") + "login_mpirun=\n" + BATCH
+        result = run("audit.software.mpi_pmix", probes(env=env))
+        assert result["status"] == "warn" and "no mpirun on the login PATH" in result["summary"]
+
 
 class TestHpcSdk:
     def test_absent_warns(self):

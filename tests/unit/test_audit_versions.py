@@ -181,6 +181,8 @@ class TestComparisonTraps:
         ("6.16.13", "unknown"),       # amdgpu version string
         ("9999.1.1", "unknown"),
         ("580.99.01", "fail"),
+        ("470.256.02", "fail"),       # older than every supported branch: end of life
+        ("525.147.05", "fail"),
     ])
     def test_driver(self, version, state):
         assert TABLE.assess("nvidia_driver", version, self.today).state == state
@@ -199,7 +201,8 @@ class TestComparisonTraps:
         ("22.39.8002", "pass"),       # CX-6 Dx, same train, fixed
         ("12.28.4702", "pass"),       # the family prefix is ignored
         ("40.47.2526", "pass"),       # a train newer than the table
-        ("28.30.1000", "unknown"),    # an unlisted older train
+        ("28.30.1000", "unknown"),    # an unlisted train between listed ones
+        ("20.26.1040", "fail"),       # older than every train of the table: below the minimum
         ("46.3007", "unknown"),       # too short to be <family>.<train>.<patch>
     ])
     def test_firmware_trains(self, version, state):
@@ -456,6 +459,37 @@ class TestSimpleComponents:
         assert "not installed" in skipped["summary"] or "no CUDA Toolkit" in skipped["summary"]
         assert run(check_id, probes("", rc=None, timed_out=True, timeout=60))["status"] == "error"
 
+    @staticmethod
+    def login_env(path: str, version: str) -> dict:
+        release = ".".join(version.split(".")[:2])
+        text = (f"login_path=/usr/local/cuda/bin:/usr/bin\nlogin_nvcc={path}\nlogin_mpirun=\n"
+                f"login_nvcc_release={release}\nlogin_nvcc_version={version}\n")
+        return probe("software_batch_env", text, parser="probe-key-equals-value", cmd="bash -l -s …")
+
+    def test_login_and_non_login_shells_that_disagree_are_both_named_and_graded(self):
+        # The distro's /usr/bin/nvcc (13.0, vulnerable) comes first for `ssh node cmd`; a login shell gets
+        # /usr/local/cuda/bin/nvcc 13.1. The verdict names both, says which it believes and grades both.
+        text = inventory(nvcc=NVCC_13_0, nvcc_path="/usr/bin/nvcc")
+        result = run("audit.versions.cuda_toolkit",
+                     {**probes(text), **self.login_env("/usr/local/cuda/bin/nvcc", "13.1.80")})
+        assert result["status"] == "fail" and result["value"] == "13.1.80"
+        assert "believed: a login shell" in result["summary"] and "/usr/bin/nvcc 13.0.88" in result["summary"]
+        agreement = result["evidence"]["agreement"]
+        assert agreement["seen"] == {"a login shell": "13.1.80", "a non-login shell": "13.0.88"}
+        assert agreement["believed"] == "a login shell"
+
+    def test_shells_that_agree_say_nothing_about_it(self):
+        text = inventory(nvcc=NVCC_13_1, nvcc_path="/usr/local/cuda/bin/nvcc")
+        result = run("audit.versions.cuda_toolkit",
+                     {**probes(text), **self.login_env("/usr/local/cuda/bin/nvcc", "13.1.80")})
+        assert result["status"] == "pass" and "seen differently" not in result["summary"]
+        assert "why" not in result["evidence"]["agreement"]
+
+    def test_a_toolkit_only_a_login_shell_finds_is_graded(self):
+        result = run("audit.versions.cuda_toolkit",
+                     {**probes(inventory()), **self.login_env("/opt/cuda-12.9/bin/nvcc", "13.0.88")})
+        assert result["status"] == "fail" and "/opt/cuda-12.9/bin/nvcc" in result["summary"]
+
     def test_cuda_is_the_toolkit_not_the_driver_cap(self):
         # nvidia-smi says "CUDA Version: 13.2" for the driver; the toolkit installed is what is graded
         result = grade("audit.versions.cuda_toolkit", nvcc=NVCC_13_0)
@@ -537,6 +571,10 @@ class TestNicFirmware:
     def test_unknown_train_is_warn(self):
         result = grade("audit.versions.nic_firmware", ib=ib(("mlx5_0", "28.30.1000", "MT4129")))
         assert result["status"] == "warn" and "not a pass" in result["summary"]
+
+    def test_train_older_than_the_table_fails(self):
+        result = grade("audit.versions.nic_firmware", ib=ib(("mlx5_0", "20.26.1040", "MT4123")))
+        assert result["status"] == "fail" and "older than every train" in result["summary"]
 
     def test_unreadable_fw_is_warn(self):
         result = grade("audit.versions.nic_firmware",

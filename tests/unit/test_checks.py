@@ -18,10 +18,12 @@ def gpu_probe(text: str, rc: int = 0, **extra) -> dict:
 
 
 # A small nvidia-smi -q -x document of our own, in the v12 layout, for GPU counts the corpus lacks.
-def q_x(names: list[str], attached: int | None = None, driver: str = "550.90.07") -> str:
+def q_x(names: list[str], attached: int | None = None, driver: str = "550.90.07",
+        module_ids: list[int] | None = None) -> str:
     gpus = "".join(
         f'\t<gpu id="00000000:{0x18 + i:02X}:00.0">\n\t\t<product_name>{name}</product_name>\n'
-        f"\t\t<uuid>GPU-0000000{i}-aaaa-bbbb-cccc-ddddeeeeffff</uuid>\n"
+        + (f"\t\t<gpu_module_id>{module_ids[i]}</gpu_module_id>\n" if module_ids else "")
+        + f"\t\t<uuid>GPU-0000000{i}-aaaa-bbbb-cccc-ddddeeeeffff</uuid>\n"
         f"\t\t<fb_memory_usage>\n\t\t\t<total>81559 MiB</total>\n\t\t\t<used>0 MiB</used>\n"
         f"\t\t</fb_memory_usage>\n\t</gpu>\n"
         for i, name in enumerate(names))
@@ -58,7 +60,34 @@ class TestGpuInventory:
     def test_fail_when_fewer_gpus_than_expected(self):
         result = run("audit.gpu.inventory", gpu_probe(q_x([H100] * 7)), expected_gpus_per_node=8)
         assert result["status"] == "fail"
-        assert result["value"] == 7 and result["expected"]["min"] == 8
+        assert result["value"] == 7 and result["expected"]["equals"] == 8
+
+    def test_fail_when_fewer_gpus_than_slurm_declares(self):
+        # No count configured: what the scheduler hands out for the node is what it must show.
+        probes = {**gpu_probe(q_x([H100] * 7)), **slurm_probe(scontrol_node(gres="gpu:h100:8"))}
+        result = run("audit.gpu.inventory", probes)
+        assert result["status"] == "fail" and "Slurm declares" in result["summary"]
+        assert result["expected"] == {"min": 8, "source": "Slurm GRES of the node (scontrol show node)"}
+        assert result["evidence"]["slurm_declared_gpus"] == 8
+
+    def test_pass_when_slurm_and_the_driver_agree(self):
+        probes = {**gpu_probe(q_x([H100] * 8)), **slurm_probe(scontrol_node(gres="gpu:h100:8"))}
+        assert run("audit.gpu.inventory", probes)["status"] == "pass"
+
+    def test_a_node_outside_slurm_is_judged_on_the_driver_alone(self):
+        probes = {**gpu_probe(q_x([H100] * 8)), **slurm_probe("Node n1 not found", rc=1)}
+        assert run("audit.gpu.inventory", probes)["status"] == "pass"
+
+    def test_fail_on_an_empty_baseboard_slot(self):
+        # Slurm was reconfigured for the 7 GPUs left; module slot 6 of the 8-GPU baseboard still shows none.
+        probes = {**gpu_probe(q_x([H100] * 7, module_ids=[2, 4, 3, 1, 7, 5, 8])),
+                  **slurm_probe(scontrol_node(gres="gpu:h100:7"))}
+        result = run("audit.gpu.inventory", probes)
+        assert result["status"] == "fail" and "slot(s) 6" in result["summary"]
+
+    def test_pcie_cards_reporting_one_module_id_prove_nothing(self):
+        result = run("audit.gpu.inventory", gpu_probe(q_x([H100] * 4, module_ids=[1, 1, 1, 1])))
+        assert result["status"] == "pass"
 
     def test_fail_when_the_driver_cannot_talk_to_the_gpus(self):
         failed = gpu_probe("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", rc=9)
@@ -224,10 +253,11 @@ class TestFleet:
         assert result["status"] == "fail" and "n2 (7)" in result["summary"]
         assert result["evidence"]["gpu_count"]["odd_nodes"] == {"n2": 7}
 
-    def test_warn_on_driver_drift(self):
+    def test_fail_on_driver_drift(self):
+        # Different drivers on nodes of one cluster break NCCL jobs: as much a fail as a missing GPU.
         fleet = {"n1": facts(8), "n2": facts(8), "n3": facts(8, driver="535.183.01")}
         result = run("audit.fleet.gpu_consistency", fleet=fleet)
-        assert result["status"] == "warn" and "n3 (535.183.01)" in result["summary"]
+        assert result["status"] == "fail" and "n3 (535.183.01)" in result["summary"]
 
     def test_skip_with_one_node_and_unreachable_others(self):
         result = run("audit.fleet.gpu_consistency", fleet={"n1": facts(8), "n2": None})

@@ -40,37 +40,71 @@ def _slurm_node(ctx: Context) -> dict[str, Any]:
     return nodes[0]
 
 
+def _slurm_declared_gpus(ctx: Context) -> int | None:
+    """The GPUs Slurm's node record declares for this node (``gres=gpu:…:N``), or None where Slurm says
+    nothing about it (no Slurm here, not a Slurm node, output unreadable: audit.slurm.* report those)."""
+    try:
+        declared = _slurm_node(ctx).get("gres_gpus")
+    except (Skip, HarnessError, ProbeFailed):
+        return None
+    return int(declared) if declared is not None else None
+
+
+def _empty_baseboard_slots(gpus: list[dict[str, Any]]) -> list[int]:
+    """HGX baseboard slots (module ids 1..highest seen) with no GPU the driver can see. Only where every GPU
+    reports its own distinct module id: PCIe cards all say 0 or 1, and then nothing can be concluded."""
+    ids = [gpu.get("module_id") for gpu in gpus]
+    if len(ids) < 2 or any(not isinstance(i, int) or i < 1 for i in ids) or len(set(ids)) != len(ids):
+        return []
+    return sorted(set(range(1, max(ids) + 1)) - set(ids))
+
+
 @check("audit.gpu.inventory")
 def gpu_inventory(ctx: Context) -> Verdict:
     data = _gpus(ctx)
     gpus = data.get("gpus") or []
     count = len(gpus)
     models = Counter(gpu.get("name") or "unknown" for gpu in gpus)
+    configured = int(ctx.options.get("expected_gpus_per_node") or 0)
+    declared = _slurm_declared_gpus(ctx)
+    empty_slots = _empty_baseboard_slots(gpus)
     evidence = {
         "driver_version": data.get("driver_version"),
         "cuda_version": data.get("cuda_version"),
         "attached_gpus": data.get("attached_gpus"),
         "models": dict(models),
         "bus_ids": [gpu.get("bus_id") for gpu in gpus],
+        "module_ids": [gpu.get("module_id") for gpu in gpus],
+        "slurm_declared_gpus": declared,
     }
-    expected = ctx.options.get("expected_gpus_per_node")
-    expected_block = {"min": expected, "source": "clustereval_expected_gpus_per_node"} if expected else None
+    # What the node should show: the configured count, else what the scheduler hands out for it.
+    if configured:
+        expected_block: dict[str, Any] | None = {"equals": configured, "source": "clustereval_expected_gpus_per_node"}
+        wanted, said_by = configured, "are expected"
+    elif declared:
+        expected_block = {"min": declared, "source": "Slurm GRES of the node (scontrol show node)"}
+        wanted, said_by = declared, "Slurm declares for the node"
+    else:
+        expected_block, wanted, said_by = None, 0, ""
     describe = ", ".join(f"{n} × {model}" for model, n in models.items())
     versions = f"driver {data.get('driver_version')}, CUDA {data.get('cuda_version')}"
+
+    def verdict(status: str, summary: str) -> Verdict:
+        return Verdict(status, summary, count, expected=expected_block, evidence=evidence)
+
     if count == 0:
-        return Verdict("fail", "nvidia-smi runs but lists no GPUs", 0, expected=expected_block,
-                       evidence=evidence)
-    if expected and count != int(expected):
-        return Verdict("fail", f"{count} GPU(s) visible where {expected} are expected: {describe}",
-                       count, expected=expected_block, evidence=evidence)
+        return verdict("fail", "nvidia-smi runs but lists no GPUs")
+    if wanted and (count < wanted or (configured and count != configured)):
+        return verdict("fail", f"{count} GPU(s) visible where {wanted} {said_by}: {describe}")
+    if empty_slots:
+        return verdict("fail", f"{count} GPU(s) visible ({describe}) but baseboard module slot(s) "
+                       f"{', '.join(map(str, empty_slots))} show none: a GPU the driver lost")
     attached = data.get("attached_gpus")
     if attached is not None and int(attached) != count:
-        return Verdict("warn", f"nvidia-smi says {attached} GPUs are attached but describes {count}",
-                       count, expected=expected_block, evidence=evidence)
+        return verdict("warn", f"nvidia-smi says {attached} GPUs are attached but describes {count}")
     if len(models) > 1:
-        return Verdict("warn", f"mixed GPU models in one node: {describe}", count,
-                       expected=expected_block, evidence=evidence)
-    return Verdict("pass", f"{describe}; {versions}", count, expected=expected_block, evidence=evidence)
+        return verdict("warn", f"mixed GPU models in one node: {describe}")
+    return verdict("pass", f"{describe}; {versions}")
 
 
 @check("audit.os.kernel")
@@ -209,7 +243,9 @@ def fleet_gpu_consistency(ctx: Context) -> Verdict:
     findings: list[str] = []
     levels: set[str] = set()
     for key, label, severity in (("gpu_count", "GPU count", "fail"), ("gpu_models", "GPU model", "fail"),
-                                 ("driver_version", "driver", "warn"), ("cuda_version", "CUDA", "warn")):
+                                 # Different drivers on nodes of one job give ranks different NCCL/CUDA
+                                 # behaviour (and NVLink/IMEX need one driver): a fail, like the count.
+                                 ("driver_version", "driver", "fail"), ("cuda_version", "CUDA", "fail")):
         values, _, _ = _fleet(ctx, key, "gpu")
         if not values:
             continue

@@ -98,7 +98,8 @@ def user_management(ctx: Context) -> Verdict:
                        "nsswitch.conf: accounts cannot be managed on this node", "unmanaged", evidence=evidence)
     how = f"directory ({', '.join(directory)})" if directory else "local tools (useradd, groupadd)"
     if missing:
-        how = f"directory ({', '.join(directory)}); {' and '.join(missing)} not installed"
+        # The directory manages the accounts, so the local tools are not needed: not a problem, said as such.
+        how = f"directory ({', '.join(directory)}), which needs no local {' or '.join(missing)}"
     return Verdict("pass", f"{user} (UID {uid}) resolves; accounts managed through {how}", "ok", evidence=evidence)
 
 

@@ -115,10 +115,18 @@ def mpi_pmix(ctx: Context) -> Verdict:
         evidence.update(mpirun=first(batch, "login_mpirun") or None, hpcx_dir=first(batch, "login_hpcx") or None)
     except (Skip, HarnessError, ProbeFailed) as exc:
         evidence["login_env"] = str(exc)
-    launcher = (f"; mpirun {evidence['mpirun']}" if evidence.get("mpirun") else "; no mpirun on the login PATH")
+    no_mpirun = "mpirun" in evidence and not evidence["mpirun"]
+    launcher = (f"; mpirun {evidence['mpirun']}" if evidence.get("mpirun") else
+                "; no mpirun on the login PATH" if no_mpirun else "")
     if any(name.startswith("pmix") for name in plugins):
-        return Verdict("pass", f"srun supports PMIx ({', '.join(p for p in plugins if p.startswith('pmix'))})"
-                       f"{launcher}", "pmix", evidence=evidence)
+        pmix = f"srun supports PMIx ({', '.join(p for p in plugins if p.startswith('pmix'))})"
+        if no_mpirun:
+            # Direct launch works, but the recipes users bring (nccl-tests, HPC-X, most MPI codes) call
+            # mpirun: a required piece is missing, so this is not a pass.
+            return Verdict("warn", f"{pmix} but there is no mpirun on the login PATH: jobs launched with "
+                           "mpirun (nccl-tests, HPC-X and most MPI recipes) fail with 'command not found'",
+                           "pmix", evidence=evidence)
+        return Verdict("pass", f"{pmix}{launcher}", "pmix", evidence=evidence)
     if "pmi2" in plugins:
         return Verdict("warn", f"srun offers PMI-2 but not PMIx{launcher}: Open MPI 5 and HPC-X need PMIx "
                        "for direct launch", "pmi2", evidence=evidence)

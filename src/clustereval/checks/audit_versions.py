@@ -20,6 +20,7 @@ from typing import Any
 
 from clustereval import baselines, security_table
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
+from clustereval.checks.agreement import reconcile
 from clustereval.parsers import ParseError, parse
 from clustereval.parsers.probe_versions import (
     exporter_version,
@@ -31,7 +32,7 @@ from clustereval.parsers.probe_versions import (
     os_release,
     package_rows,
 )
-from clustereval.results import Status, rank
+from clustereval.results import Status, rank, worst
 
 PROBE = "versions_inventory"
 # `dcgmi -v` starts once per node, in the health area's probe; the versions checks read it there.
@@ -200,14 +201,48 @@ def nvidia_driver(ctx: Context) -> Verdict:
                f"{smi_problem or 'nvidia-smi printed no version'})")
 
 
+# The login shell's view of the toolkit (the software area's probe): what users and their job steps get.
+LOGIN_ENV_PROBE = "software_batch_env"
+
+
+def _login_nvcc(ctx: Context) -> tuple[str, str] | None:
+    """``(path, version)`` of the nvcc a login shell finds, or None when that probe has nothing to say."""
+    try:
+        values = ctx.parsed(LOGIN_ENV_PROBE)["values"]
+    except (Skip, HarnessError, ProbeFailed):
+        return None
+    path = (values.get("login_nvcc") or [""])[0]
+    version = (values.get("login_nvcc_version") or values.get("login_nvcc_release") or [""])[0]
+    return (path, version) if path and version else None
+
+
 @check("audit.versions.cuda_toolkit")
 def cuda_toolkit(ctx: Context) -> Verdict:
-    sec = _section(_sections(ctx), "nvcc")
-    if not sec.present:
+    sections = _sections(ctx)
+    sec = _section(sections, "nvcc")
+    path_sec = sections.get("nvcc-path")
+    own_path = path_sec.text.strip() if path_sec is not None and path_sec.present and path_sec.rc == 0 else ""
+    readings = {"a login shell": _login_nvcc(ctx),
+                "a non-login shell": (own_path or "nvcc", nvcc_version(sec.text) or sec.text[-80:])
+                if sec.present else None}
+    if not any(readings.values()):
         raise Skip("no CUDA Toolkit: nvcc is neither in PATH nor in /usr/local/cuda*/bin")
-    version = nvcc_version(sec.text)
-    return _verdict(ctx, "cuda_toolkit", version or sec.text[-80:], "CUDA Toolkit (nvcc)", "nvcc --version",
-                    {"rc": sec.rc})
+    # A login shell's nvcc is the one users and their job steps start from; the probe's own (non-login) shell
+    # is what `ssh node cmd` and cron get. The value reported is the login shell's; both are graded.
+    believed = "a login shell" if readings["a login shell"] else "a non-login shell"
+    note, agreement = reconcile("the CUDA Toolkit version", {k: v[1] if v else None for k, v in readings.items()},
+                                believed, "what users' shells and their job steps run; the other is graded too")
+    agreement["paths"] = {k: v[0] for k, v in readings.items() if v}
+    path, version = readings[believed] or ("", "")
+    table = _table(ctx)
+    verdict = _word(table, table.assess("cuda_toolkit", version, _today(ctx)), f"CUDA Toolkit (nvcc at {path})",
+                    "nvcc --version", {"rc": sec.rc, "agreement": agreement})
+    if note:
+        other_path, other_version = readings["a non-login shell"] or ("", "")
+        other = table.assess("cuda_toolkit", other_version, _today(ctx))
+        verdict.status = worst(verdict.status, STATE_STATUS[other.state])
+        verdict.summary = f"{verdict.summary}; {note}; {other_path} {other_version}: {other.reason}"
+    return verdict
 
 
 def _package_version(sections: dict[str, Section], *names: str) -> tuple[str | None, str | None]:

@@ -240,6 +240,9 @@ _NUMBER_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 _INT_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "minor_number": (("minor_number",), ("minor_number",)),
+    # The GPU's slot on an HGX baseboard (1..8); a gap in a node's module ids is a GPU the driver lost.
+    "module_id": (("module_id", "gpu_module_id", "platformInfo/module_id", "platform_info/module_id"),
+                  ("module_id", "platform_info/module_id")),
     "pcie_link_gen_current": (("pci/pci_gpu_link_info/pcie_gen/current_link_gen",),
                               ("pci/gpu_link_info/pcie_generation/current",)),
     "pcie_link_gen_max": (("pci/pci_gpu_link_info/pcie_gen/max_link_gen",),
