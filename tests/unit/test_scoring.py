@@ -131,6 +131,24 @@ def test_major_fail_caps_at_silver(rubric):
     assert cap_ids(score) == ["major_fail"]
 
 
+@pytest.mark.parametrize("check_id", ["audit.gpustack.pcie_acs", "audit.gpustack.gpudirect_rdma"])
+def test_a_disqualifying_finding_caps_at_underperforming(rubric, check_id):
+    # ACS redirecting GPU<->NIC traffic, or no GPUDirect RDMA, kills multi-node bandwidth: the methodology
+    # disqualifies the cluster, however good everything else is.
+    failing = result(check_id, subject="node3", status="fail", severity="major")
+    score = score_results([*broad_passes(per_domain=10), failing], rubric)
+    assert score["tier_before_caps"] == "Platinum" and score["tier"] == "Underperforming"
+    assert cap_ids(score) == ["disqualifying", "major_fail"]
+    cap = next(c for c in score["caps_applied"] if c["id"] == "disqualifying")
+    assert cap["limits_tier"] and cap["triggers"] == [{"check": check_id, "subject": "node3"}]
+
+
+def test_a_warn_on_a_disqualifying_check_caps_nothing(rubric):
+    warned = result("audit.gpustack.pcie_acs", subject="node3", status="warn", severity="major")
+    score = score_results([*broad_passes(per_domain=10), warned], rubric)
+    assert "disqualifying" not in cap_ids(score)
+
+
 def test_minor_fail_lowers_the_score_but_caps_nothing(rubric):
     failing = result("storage.mount.noatime", status="fail", severity="minor")
     results = [*broad_passes(per_domain=10), failing]
