@@ -180,12 +180,29 @@ def load_profile(name_or_path: str | Path) -> dict[str, Any]:
     if wants_k8s and not (cluster.get("k8s") or {}).get("enabled"):
         raise ProfileError(f"profile {path}: {wants_k8s[0]} needs the simulated Kubernetes API "
                            "(cluster: {k8s: {enabled: true}}, e.g. extends: k8s-reference)")
-    return {
+    profile = {
         "name": str(cluster.get("name") or path.stem),
         "path": str(path),
         "cluster": cluster,
         "nodes": normalised,
     }
+    check_area_settings(profile)
+    return profile
+
+
+def check_area_settings(profile: dict[str, Any]) -> None:
+    """Refuse what an overlay area cannot show (its ``validate_settings``: unknown keys, versions without
+    real output), for the cluster defaults and for every node the profile names."""
+    from clustereval.sim import overlays
+
+    checks = [module.validate_settings for module in overlays.areas() if hasattr(module, "validate_settings")]
+    for where, settings in [("cluster", {**profile["cluster"], "faults": {}}),
+                            *((f"nodes.{n}", node_settings(profile, n)) for n in profile["nodes"])]:
+        for validate in checks:
+            try:
+                validate(settings)
+            except ValueError as exc:
+                raise ProfileError(f"profile {profile['path']}: {where}: {exc}") from None
 
 
 def _run_fault_entries(value: Any) -> list[Any]:

@@ -5,15 +5,19 @@ Healthy defaults (HGX H100 on iommu=pt, open driver module, toolkit configured) 
 upgrade without reboot), ``iommu_mode`` (``DMA`` / ``DMA-FQ`` instead of ``identity``),
 ``pcie_acs_redirect`` (ACS redirect on the GPU/NIC switch ports, seen by the ``lspci`` shim),
 ``container_toolkit_unconfigured`` (no runtime config or CDI spec), ``bluefield_rshim_exposed`` (a
-BlueField-3 on the bus; the isolation overlay adds its host RShim netdev).
+BlueField-3 on the bus; the isolation overlay adds its host RShim netdev). ``driver_module.peermem``
+(nvidia_driver area) adds ``/sys/module/nvidia_peermem``.
 Not simulated: ``/dev/gdrdrv`` (device nodes cannot be made in the overlays; GDRCopy shows as absent) and
-``nvidia-smi boost-slider`` (no real capture of its output to be faithful to).
+``nvidia-smi boost-slider`` (no real capture of its output to be faithful to), ``lsmod`` and ``modinfo``
+(they read the host's /proc/modules and module files: only /sys/module shows the node's modules).
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from clustereval.sim.overlays.nvidia_driver import module_settings
 
 FAULTS = {"driver_module_version", "iommu_mode", "pcie_acs_redirect", "container_toolkit_unconfigured",
           "bluefield_rshim_exposed"}
@@ -83,7 +87,10 @@ def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
         return
     tree.file("/sys/module/nvidia/version",
               str(faults.get("driver_module_version") or state.get("driver_version", "550.90.07")) + "\n")
-    for module in ("nvidia_uvm", "ib_core", "mlx5_ib"):
+    loaded = ["nvidia_uvm", "ib_core", "mlx5_ib"]
+    if module_settings(settings)["peermem"]:
+        loaded.append("nvidia_peermem")
+    for module in loaded:
         tree.file(f"/sys/module/{module}/initstate", "live\n")
     mode = str(faults.get("iommu_mode") or "identity")
     for number, members in enumerate(iommu_groups(state), start=20):

@@ -100,7 +100,7 @@ def toolkits(settings: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def validate(settings: dict[str, Any]) -> None:
+def validate_settings(settings: dict[str, Any]) -> None:
     """Refuse unknown ``software:`` keys and toolkits the simulation cannot print faithfully."""
     unknown = set(settings.get("software") or {}) - SOFTWARE_KEYS
     if unknown:

@@ -67,7 +67,7 @@ def installs(settings: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def validate(settings: dict[str, Any]) -> None:
+def validate_settings(settings: dict[str, Any]) -> None:
     installs(settings)
 
 
