@@ -132,13 +132,17 @@ def run(env, *args, stdin=None):
 
 
 def test_cordon_drain_and_pods_in_a_laid_out_cluster(laid_out, tmp_path):
+    gpu_taint = {"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}
     assert run(laid_out, "cordon", "node2").stdout == "node/node2 cordoned\n"
     node = json.loads(run(laid_out, "get", "node", "node2", "-o", "json").stdout)
     assert node["spec"]["unschedulable"] is True
+    # the profile's GPU taint stays beside the cordon's, and alone after the uncordon
+    assert [t["key"] for t in node["spec"]["taints"]] == ["nvidia.com/gpu", "node.kubernetes.io/unschedulable"]
     assert run(laid_out, "get", "nodes", "--field-selector", "spec.unschedulable=true", "-o",
                "jsonpath={.items[*].metadata.name}").stdout == "node2"
     assert run(laid_out, "uncordon", "node2").stdout == "node/node2 uncordoned\n"
     assert run(laid_out, "uncordon", "node2").stdout == "node/node2 already uncordoned\n"
+    assert json.loads(run(laid_out, "get", "node", "node2", "-o", "json").stdout)["spec"]["taints"] == [gpu_taint]
     missing = run(laid_out, "cordon", "node9")
     assert (missing.returncode, missing.stderr) == (1, 'Error from server (NotFound): nodes "node9" not found\n')
     refused = run(laid_out, "drain", "node1")
@@ -161,8 +165,11 @@ def test_cordon_drain_and_pods_in_a_laid_out_cluster(laid_out, tmp_path):
     assert shown["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
     container = shown["spec"]["containers"][0]
     assert container["imagePullPolicy"] == "Always" and container["resources"]["requests"] == {"nvidia.com/gpu": "1"}
-    assert {t["key"] for t in shown["spec"]["tolerations"]} == {"node.kubernetes.io/not-ready",
-                                                                "node.kubernetes.io/unreachable"}
+    # DefaultTolerationSeconds, then ExtendedResourceToleration (k8s-reference enables it) for the GPUs asked for
+    assert [(t["key"], t["effect"]) for t in shown["spec"]["tolerations"]] == [
+        ("node.kubernetes.io/not-ready", "NoExecute"), ("node.kubernetes.io/unreachable", "NoExecute"),
+        ("nvidia.com/gpu", "NoSchedule")]
+    assert shown["spec"]["tolerations"][2] == {"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}
     assert run(laid_out, "get", "pods", "--field-selector", "spec.nodeName=node1", "-o",
                "jsonpath={.items[*].metadata.name}").stdout == "p1"
     waiting = run(laid_out, "logs", "p1")

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clustereval.sim import cluster
+from clustereval.sim.overlays._k8s_profile import node_taints
 
 if TYPE_CHECKING:
     from clustereval.sim.power import Bmc, Node
@@ -412,10 +413,13 @@ class Kubernetes:
 
 
 def initial_problems(directory: Path, bmc: Bmc) -> None:
-    """A node-problem-detector style agent registers its condition False at start (``detector: condition``)."""
+    """The nodes' taints from their creation (the profile's ``k8s.taints``) start the live state, so that those
+    the controllers add later (unreachable, cordon) join them; a node-problem-detector style agent registers its
+    condition False at start (``detector: condition``)."""
     with live.lock(str(directory)):
         doc = live.load(str(directory))
         for name, node in bmc.nodes.items():
+            doc["nodes"].setdefault(name, {}).setdefault("taints", node_taints(node.boot["settings"].get("k8s") or {}))
             cfg = node.provider["k8s"]
             if cfg["detector"] == "condition":
                 doc["nodes"].setdefault(name, {})["problems"] = [Kubernetes.condition(cfg["condition"], None,

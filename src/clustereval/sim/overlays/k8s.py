@@ -35,12 +35,22 @@ for this resource), ``k8s_components_down`` (workloads with no ready pod, by nam
 ``ProvisioningFailed`` event, as when its NFS server cannot be mounted);
 on the node itself: ``k8s_gpus_unadvertised`` (bool: its device plugin pod fails, the node advertises 0
 GPUs), ``k8s_cpu_manager_policy`` (``none`` | ``static``).
+
+Profile keys under ``k8s:`` (:data:`SETTINGS`; unknown ones are refused naming the key): ``taints`` (the node's
+``spec.taints``, ``key[=value]:Effect`` strings, per node under ``nodes:``), and, read on the API host as the
+rest of the API: ``daemonset_tolerations`` (DaemonSet name -> its pod template's tolerations, replacing the
+chart's defaults), ``namespaces`` (extra namespaces -> their labels), ``network_policies`` (namespace -> list of
+``{name, spec}`` NetworkPolicies, stored with the API server's defaults), ``admission_plugins``
+(``[ExtendedResourceToleration]``: pods asking for an extended resource tolerate the NoSchedule taint of that
+name).
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from clustereval.sim.overlays._k8s_profile import check_settings, node_taints
 
 SHIMS = {"kubectl": "kubectl.py", "helm": "helm.py"}
 FAULTS = {"k8s_no_default_storage_class", "k8s_rbac_denied", "k8s_nad_resource", "k8s_components_down",
@@ -53,6 +63,17 @@ NFS_MOUNT_FAILED = ("rpc error: code = Internal desc = failed to mount nfs serve
                     "mount failed: exit status 32\nMounting command: mount\nMounting arguments: -t nfs -o nfsvers=4.1 "
                     "nfs.storage.internal:/export/shared /tmp/pvc-mount\nOutput: mount.nfs: Connection timed out\n")
 RDMA_RESOURCE = "rdma_shared_device_a"
+GPU_TAINT_TOLERATION = {"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}
+# the tolerations the charts give their DaemonSets: the GPU and Network Operators' operands tolerate the GPU
+# nodes' nvidia.com/gpu taint (ClusterPolicy daemonsets.tolerations), upstream Multus and the
+# prometheus-node-exporter chart tolerate every NoSchedule taint (Multus every NoExecute one too)
+DEFAULT_TOLERATIONS = {
+    DEVICE_PLUGIN: [GPU_TAINT_TOLERATION],
+    "nvidia-dcgm-exporter": [GPU_TAINT_TOLERATION],
+    "rdma-shared-dp-ds": [GPU_TAINT_TOLERATION],
+    "kube-multus-ds": [{"effect": "NoSchedule", "operator": "Exists"}, {"effect": "NoExecute", "operator": "Exists"}],
+    "kube-prometheus-stack-prometheus-node-exporter": [{"effect": "NoSchedule", "operator": "Exists"}],
+}
 
 # name, shortnames, group, version, namespaced, kind: what a v1.31 API server with these operators serves
 CORE_RESOURCES = [
@@ -191,6 +212,7 @@ def node_object(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, An
         capacity[f"rdma/{RDMA_RESOURCE}"] = "63"
     allocatable = dict(capacity, cpu=str(int(capacity["cpu"]) - 2), memory="2102918820Ki")
     ready = not state.get("unreachable")
+    taints = node_taints(k8s)
     condition = ({"type": "Ready", "status": "True", "reason": "KubeletReady",
                   "message": "kubelet is posting ready status"} if ready else
                  {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
@@ -201,7 +223,8 @@ def node_object(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, An
         "metadata": _meta(name, labels=labels, annotations={
             "node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true",
             "kubeadm.alpha.kubernetes.io/cri-socket": "unix:///run/containerd/containerd.sock"}),
-        "spec": {"podCIDR": f"10.244.{int(name[4:]) if name[4:].isdigit() else 0}.0/24"},
+        "spec": {"podCIDR": f"10.244.{int(name[4:]) if name[4:].isdigit() else 0}.0/24",
+                 **({"taints": taints} if taints else {})},
         "status": {"allocatable": allocatable, "capacity": capacity, "conditions": [condition],
                    "nodeInfo": {"architecture": "amd64", "containerRuntimeVersion": "containerd://1.7.24",
                                 "kernelVersion": "6.8.0-51-generic", "kubeProxyVersion": "v1.31.4",
@@ -284,8 +307,7 @@ def monitoring_workloads(down: set[str]) -> list[dict[str, Any]]:
                                        **{"app.kubernetes.io/component": "metrics", "jobLabel": "node-exporter"}),
                   args=["--path.procfs=/host/proc", "--path.sysfs=/host/sys", "--path.rootfs=/host/root",
                         "--path.udev.data=/host/root/run/udev/data", "--web.listen-address=[$(HOST_IP)]:9100"],
-                  host_paths=("/proc", "/sys", "/"), node_selector={"kubernetes.io/os": "linux"},
-                  tolerations=[{"effect": "NoSchedule", "operator": "Exists"}]),
+                  host_paths=("/proc", "/sys", "/"), node_selector={"kubernetes.io/os": "linux"}),
         _workload("Deployment", f"{release}-operator", ns, "quay.io/prometheus-operator/prometheus-operator:v0.78.2",
                   ready=ready(f"{release}-operator"), container=release,
                   labels={**stack, "app": f"{release}-operator", "app.kubernetes.io/component": "prometheus-operator",
@@ -469,6 +491,12 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
                                                  "driver": {"enabled": False}, "toolkit": {"enabled": True}},
                                            status={"namespace": "gpu-operator", "state": "ready"})],
     }
+    tolerations = {**DEFAULT_TOLERATIONS, **(k8s.get("daemonset_tolerations") or {})}
+    for ds in objects["daemonsets.apps"]:
+        pod = ds["spec"]["template"]["spec"]
+        if tolerations.get(ds["metadata"]["name"]):
+            pod["tolerations"] = [dict(t) for t in tolerations[ds["metadata"]["name"]]]
+    objects["namespaces"], objects["networkpolicies.networking.k8s.io"] = namespaces_and_policies(k8s, objects)
     resources = [dict(zip(("name", "shortnames", "group", "version", "namespaced", "kind"), r, strict=True))
                  for r in CORE_RESOURCES + CRD_RESOURCES]
     for r in resources:
@@ -476,6 +504,7 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
     return {"enabled": True, "user": str(k8s.get("user", "tenant-a")),
             "server_version": {"gitVersion": "v1.31.4"},
             "denied": [str(d) for d in _fault(settings, "k8s_rbac_denied", []) or []],
+            "admission_plugins": list(k8s.get("admission_plugins") or []),
             # DaemonSets whose pods fail on every node (the shim computes DaemonSet status from the nodes)
             "not_ready": sorted(down),
             "resources": resources, "objects": objects, "provisioners": provisioners,
@@ -484,7 +513,50 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
                                "chart": "gpu-operator-v24.9.2", "app_version": "v24.9.2"}]}
 
 
+BUILTIN_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
+
+
+def namespaces_and_policies(k8s: dict[str, Any], objects: dict[str, list[dict[str, Any]]]
+                            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The Namespaces (Kubernetes' own, those the objects live in, the profile's ``k8s.namespaces`` with their
+    labels) and the profile's NetworkPolicies (``k8s.network_policies``) as the API server stores them."""
+    extra = k8s.get("namespaces") or {}
+    names = set(BUILTIN_NAMESPACES) | set(extra) | {
+        (o.get("metadata") or {}).get("namespace") for items in objects.values() for o in items}
+    names.discard(None)
+    namespaces = []
+    for name in sorted(names):
+        ns = _cr("v1", "Namespace", name, spec={"finalizers": ["kubernetes"]}, status={"phase": "Active"})
+        ns["metadata"]["labels"] = {**(extra.get(name) or {}), "kubernetes.io/metadata.name": name}
+        namespaces.append(ns)
+    policies = []
+    for namespace, listed in (k8s.get("network_policies") or {}).items():
+        if namespace not in names:
+            raise ValueError(f"k8s.network_policies.{namespace}: no such namespace (add it under k8s.namespaces)")
+        policies += [network_policy(namespace, p) for p in listed or []]
+    return namespaces, policies
+
+
+def network_policy(namespace: str, policy: dict[str, Any]) -> dict[str, Any]:
+    """A NetworkPolicy with networking/v1's defaults: policyTypes Ingress (and Egress with egress rules), port
+    protocol TCP, empty rule lists omitted."""
+    spec = json.loads(json.dumps(policy.get("spec") or {}))
+    spec.setdefault("podSelector", {})
+    for direction in ("ingress", "egress"):
+        for rule in spec.get(direction) or []:
+            for port in rule.get("ports") or []:
+                port.setdefault("protocol", "TCP")
+        if not spec.get(direction):
+            spec.pop(direction, None)
+    if not spec.get("policyTypes"):
+        spec["policyTypes"] = ["Ingress", *(["Egress"] if spec.get("egress") else [])]
+    obj = _cr("networking.k8s.io/v1", "NetworkPolicy", policy["name"], namespace, spec=spec)
+    obj["metadata"]["generation"] = 1
+    return obj
+
+
 def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
+    check_settings(settings.get("k8s") or {}, tuple(DEFAULT_TOLERATIONS))
     if not (settings.get("k8s") or {}).get("enabled"):
         return
     not_ready = [DEVICE_PLUGIN] if _fault(settings, "k8s_gpus_unadvertised", False) else []

@@ -44,6 +44,14 @@ ExternalProvisioning. Deleting a claim deletes its volume (reclaimPolicy Delete)
 ``events``) live in ``state.json`` next to the API file (on a simulated node: in its overlay), written
 under a lock, so they persist from one kubectl call to the next and replace the API file's lists.
 
+DaemonSets are placed as the DaemonSet controller places them (``daemon_placement``): on the nodes their
+nodeSelector matches whose NoSchedule/NoExecute taints their pod template's tolerations (plus the controller's own:
+not-ready, unreachable, pressure, unschedulable) tolerate; their status counts those nodes (``numberMisscheduled``
+where a pod stays on a node tainted later with NoSchedule only), drain lists their pods there only. A node's
+taints from its creation (the profile's ``k8s.taints``) stay under cordons and ``kubectl taint``. With
+``ExtendedResourceToleration`` in the API file's ``admission_plugins`` a created pod asking for an extended resource
+(``nvidia.com/gpu``) gets the toleration of the NoSchedule taint of that name, as that admission plugin adds it.
+
 Nodes and pods are live (``k8s_live.py`` next to this script, ``<cluster dir>/k8s/cluster.json``): Node objects show
 the conditions the simulated kubelet and node lifecycle controller post, the node's boot id, its healthy GPUs,
 cordon and taints; ``cordon``/``uncordon``/``taint``/``drain`` (kubectl 1.31's filters, warnings and messages),
@@ -172,6 +180,8 @@ def sim_node_records(api, live=None):
                 records.append(json.load(fh))
         except (OSError, ValueError):
             continue
+    # the taints the node was created with (the profile's): a daemon pod they repel was never scheduled there
+    records = [dict(r, static_taints=list(((r["object"].get("spec") or {}).get("taints")) or [])) for r in records]
     if k8s_live:
         live = live_doc() if live is None else live
         records = [dict(r, object=k8s_live.live_node(cluster_dir(), r["object"], live)) for r in records]
@@ -188,19 +198,69 @@ def _node_ready(node):
                for c in (node.get("status") or {}).get("conditions") or [])
 
 
-def daemonset_status(api, ds, records):
-    """A DaemonSet's status as the controller keeps it: one pod per node its nodeSelector matches,
-    ready where the node is Ready and the node does not mark that workload as failing."""
+def tolerates(toleration, taint):
+    """core/v1 Toleration.ToleratesTaint."""
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    if toleration.get("key") and toleration["key"] != taint.get("key"):
+        return False
+    if toleration.get("operator") == "Exists":
+        return True
+    return toleration.get("operator") in (None, "", "Equal") and str(toleration.get("value") or "") == str(
+        taint.get("value") or "")
+
+
+def untolerated(taints, tolerations, effects):
+    return [t for t in taints or [] if t.get("effect") in effects and not any(tolerates(tol, t) for tol in tolerations)]
+
+
+# what the DaemonSet controller adds to every daemon pod (util.AddOrUpdateDaemonPodTolerations): they ride out
+# node problems and cordons (hostNetwork pods also tolerate network-unavailable, a taint the simulation never sets)
+DAEMON_TOLERATIONS = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+                      {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+                      *({"key": f"node.kubernetes.io/{k}", "operator": "Exists", "effect": "NoSchedule"}
+                        for k in ("disk-pressure", "memory-pressure", "pid-pressure", "unschedulable"))]
+
+
+def daemon_placement(ds, record):
+    """(should run, has a pod) of a DaemonSet on a node, as the DaemonSet controller decides
+    (NodeShouldRunDaemonPod): the nodeSelector must match, and the pod, with the controller's own tolerations,
+    must tolerate the node's NoSchedule and NoExecute taints to be placed; a pod already there stays unless a
+    NoExecute taint repels it. The node's taints from its creation repelled it from the start."""
     pod_spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+    node = record["object"]
+    if not _node_selector_matches(pod_spec.get("nodeSelector"), node):
+        return False, False
+    tolerations = [*(pod_spec.get("tolerations") or []), *DAEMON_TOLERATIONS]
+    taints = (node.get("spec") or {}).get("taints") or []
+    if not untolerated(taints, tolerations, ("NoSchedule", "NoExecute")):
+        return True, True
+    stays = not untolerated(taints, tolerations, ("NoExecute",)) and not untolerated(
+        record.get("static_taints"), tolerations, ("NoSchedule", "NoExecute"))
+    return False, stays
+
+
+def daemonset_status(api, ds, records):
+    """A DaemonSet's status as the controller keeps it (updateDaemonSetStatus): desired and current on the nodes it
+    should run on (:func:`daemon_placement`), ready and available there where the node is Ready and the node does
+    not mark that workload as failing, misscheduled where a pod stays although it should not run; fields that are
+    0 and ``omitempty`` in apps/v1 are left out, as the API server prints them."""
     name = (ds.get("metadata") or {}).get("name")
-    matched = [r for r in records if _node_selector_matches(pod_spec.get("nodeSelector"), r["object"])]
     failing = set(api.get("not_ready") or [])
-    ready = [r for r in matched if _node_ready(r["object"]) and name not in failing
-             and name not in (r.get("not_ready") or [])]
-    desired = len(matched)
-    return {"currentNumberScheduled": desired, "desiredNumberScheduled": desired,
-            "numberAvailable": len(ready), "numberMisscheduled": 0, "numberReady": len(ready),
-            "observedGeneration": 1, "updatedNumberScheduled": desired}
+    desired = misscheduled = ready = 0
+    for record in records:
+        should_run, has_pod = daemon_placement(ds, record)
+        if should_run:
+            desired += 1
+            ready += (_node_ready(record["object"]) and name not in failing
+                      and name not in (record.get("not_ready") or []))
+        elif has_pod:
+            misscheduled += 1
+    status = {"currentNumberScheduled": desired, "desiredNumberScheduled": desired, "numberAvailable": ready,
+              "numberMisscheduled": misscheduled, "numberReady": ready, "numberUnavailable": desired - ready,
+              "observedGeneration": 1, "updatedNumberScheduled": desired}
+    omitempty = ("numberAvailable", "numberUnavailable", "updatedNumberScheduled")
+    return {k: v for k, v in status.items() if v or k not in omitempty}
 
 
 def objects_of(api, resource, records):
@@ -558,8 +618,10 @@ def _next_version(api):
 
 
 def _namespaces(api):
-    found = set(BUILTIN_NAMESPACES)
-    for items in (api.get("objects") or {}).values():
+    """The namespaces that exist: the Namespace objects, Kubernetes' own and those objects live in."""
+    objects = api.get("objects") or {}
+    found = set(BUILTIN_NAMESPACES) | {(o.get("metadata") or {}).get("name") for o in objects.get("namespaces") or []}
+    for items in objects.values():
         found.update((o.get("metadata") or {}).get("namespace") for o in items or [])
     return found - {None}
 
@@ -1072,6 +1134,17 @@ def _node_names(api):
     return [r["object"]["metadata"]["name"] for r in sim_node_records(api)]
 
 
+def live_entry(api, doc, name):
+    """The node's entry in the live state, its taints starting as those it was created with (the profile's), so
+    a cordon or a taint adds to them instead of hiding them."""
+    entry = doc["nodes"].setdefault(name, {})
+    if "taints" not in entry:
+        static = next((r["static_taints"] for r in sim_node_records(api, doc)
+                       if r["object"]["metadata"]["name"] == name), [])
+        entry["taints"] = [dict(t) for t in static]
+    return entry
+
+
 def _node_args(api, positional, verb):
     if not positional:
         raise KubectlError(f"error: USAGE: {verb} NODE [flags]\nSee 'kubectl {verb} -h' for help and examples")
@@ -1092,7 +1165,7 @@ def cmd_cordon(api, args, out, err, undo=False):
     for name in _node_args(api, positional, verb):
         with live.lock(cluster_dir()):
             doc = live.load(cluster_dir())
-            entry = doc["nodes"].setdefault(name, {})
+            entry = live_entry(api, doc, name)
             changed = live.uncordon(entry) if undo else live.cordon(entry)
             if changed:
                 live.next_version(doc)
@@ -1116,7 +1189,7 @@ def cmd_taint(api, args, out, err):
     name = _node_args(api, positional[1:2], "taint")[0]
     with live.lock(cluster_dir()):
         doc = live.load(cluster_dir())
-        entry = doc["nodes"].setdefault(name, {})
+        entry = live_entry(api, doc, name)
         removed = added = False
         for spec in positional[2:]:
             if spec.endswith("-"):
@@ -1166,8 +1239,17 @@ def _qos(containers):
     return "Burstable"
 
 
-def pod_object(doc, manifest, namespace):
-    """The Pod as the API server stores it: its defaults, the admission plugins' tolerations, Pending."""
+def extended_resources(containers):
+    """The extended resources (a domain-prefixed name outside kubernetes.io) the containers ask for, sorted."""
+    # an extended resource's request equals its limit (the API server defaults one from the other)
+    names = {name for c in containers for kind in ("requests", "limits")
+             for name in ((c.get("resources") or {}).get(kind) or {})}
+    return sorted(n for n in names if "/" in n and "kubernetes.io/" not in n and not n.startswith("requests."))
+
+
+def pod_object(api, doc, manifest, namespace):
+    """The Pod as the API server stores it: its defaults, the admission plugins' tolerations (DefaultTolerationSeconds
+    and, when the API file enables it, ExtendedResourceToleration), Pending."""
     live = _live()
     meta = dict(manifest.get("metadata") or {})
     spec = json.loads(json.dumps(manifest.get("spec") or {}))
@@ -1196,6 +1278,11 @@ def pod_object(doc, manifest, namespace):
     for tol in DEFAULT_TOLERATIONS:
         if not any(t.get("key") == tol["key"] and t.get("effect") in (None, "", "NoExecute") for t in tolerations):
             tolerations.append(dict(tol))
+    if "ExtendedResourceToleration" in (api.get("admission_plugins") or []):
+        for name in extended_resources([*containers, *(spec.get("initContainers") or [])]):
+            tol = {"effect": "NoSchedule", "key": name, "operator": "Exists"}
+            if tol not in tolerations:
+                tolerations.append(tol)
     spec["tolerations"] = tolerations
     meta.update(namespace=namespace, creationTimestamp=live.stamp(), uid=_new_uid(namespace, meta["name"]),
                 resourceVersion=live.next_version(doc))
@@ -1239,7 +1326,7 @@ def create_pods(api, docs, flags, out, verb):
             if not containers:
                 errors.append(f'The Pod "{name}" is invalid: spec.containers: Required value')
                 continue
-            doc["pods"].append(pod_object(doc, manifest, namespace))
+            doc["pods"].append(pod_object(api, doc, manifest, namespace))
             out.write(f"pod/{name} created\n")
         live.save(cluster_dir(), doc)
     if errors:
@@ -1290,7 +1377,7 @@ def create_jobs(api, docs, flags, out, verb):
             job, pods = live.job_object(doc, manifest, namespace)
             jobs.append(job)
             for pod in pods:
-                doc["pods"].append(pod_object(doc, pod, namespace))
+                doc["pods"].append(pod_object(api, doc, pod, namespace))
             out.write(f"job.batch/{name} created\n")
         live.save(cluster_dir(), doc)
     if errors:
@@ -1466,13 +1553,12 @@ def cmd_logs(api, args, out, err):
 
 # ----------------------------------------------------------------------------------------- drain
 
-def daemonset_pods(api, node_obj):
-    """``namespace/name`` of the pods the DaemonSets of the API file run on this node."""
-    name = node_obj["metadata"]["name"]
+def daemonset_pods(api, record):
+    """``namespace/name`` of the pods the DaemonSets of the API file run on this node (:func:`daemon_placement`)."""
+    name = record["object"]["metadata"]["name"]
     pods = []
     for ds in (api.get("objects") or {}).get("daemonsets.apps") or []:
-        pod_spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-        if not _node_selector_matches(pod_spec.get("nodeSelector"), node_obj):
+        if not daemon_placement(ds, record)[1]:
             continue
         digest = hashlib.sha256(f"{ds['metadata']['name']}/{name}".encode()).digest()
         suffix = "".join(DS_SUFFIX[b % len(DS_SUFFIX)] for b in digest[:5])
@@ -1506,11 +1592,11 @@ def cmd_drain(api, args, out, err):
     live = _live()
     timeout = _duration(flags["timeout"])
     grace = _grace(flags)
-    records = {r["object"]["metadata"]["name"]: r["object"] for r in sim_node_records(api)}
+    records = {r["object"]["metadata"]["name"]: r for r in sim_node_records(api)}
     for name in _node_args(api, positional, "drain"):
         with live.lock(cluster_dir()):
             doc = live.load(cluster_dir())
-            changed = live.cordon(doc["nodes"].setdefault(name, {}))
+            changed = live.cordon(live_entry(api, doc, name))
             if changed:
                 live.next_version(doc)
                 live.save(cluster_dir(), doc)
