@@ -169,6 +169,34 @@ class TestDriver:
     def test_error_on_garbage_version(self):
         assert run("audit.gpustack.driver", probes(smi_driver="\x00\x13garbage"))["status"] == "error"
 
+    PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  Tue May 28 21:55:11 UTC 2024"
+
+    @staticmethod
+    def with_architecture(architecture: str) -> dict:
+        report = smi_probe("550.90.07")["nvidia_smi_q_x"]["stdout"] + (
+            f"\t<gpu id=\"00000000:19:00.0\">\n\t\t<product_architecture>{architecture}</product_architecture>\n")
+        return probe("nvidia_smi_q_x", report, parser="nvidia-smi-q-x")
+
+    def test_fail_on_a_proprietary_module_with_blackwell_gpus(self):
+        result = run("audit.gpustack.driver", {**probes(proc_version=self.PROPRIETARY),
+                                               **self.with_architecture("Blackwell")})
+        assert result["status"] == "fail" and "open GPU kernel modules" in result["summary"]
+        assert result["evidence"]["kernel_module"] == "proprietary"
+
+    def test_proprietary_module_passes_on_hopper(self):
+        result = run("audit.gpustack.driver", {**probes(proc_version=self.PROPRIETARY),
+                                               **self.with_architecture("Hopper")})
+        assert result["status"] == "pass"
+
+    def test_open_module_passes_on_blackwell(self):
+        assert run("audit.gpustack.driver", {**probes(), **self.with_architecture("Blackwell")})["status"] == "pass"
+
+    def test_fail_when_the_driver_binds_no_gpu(self):
+        no_devices = probe("nvidia_smi_q_x", "No devices were found\n", rc=6, parser="nvidia-smi-q-x")
+        result = run("audit.gpustack.driver", {**probes(proc_version=self.PROPRIETARY), **no_devices})
+        assert result["status"] == "fail" and "No devices were found" in result["summary"]
+        assert "proprietary" in result["summary"]
+
 
 class TestContainerToolkit:
     def test_pass(self):

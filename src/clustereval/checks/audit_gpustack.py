@@ -30,6 +30,9 @@ VERSIONS = "versions_inventory"  # runs nvidia-ctk --version for the security ta
 
 NVIDIA, MELLANOX = "10de", "15b3"
 _VERSION = re.compile(r"\b(\d{3}\.\d{2,3}(?:\.\d{2})?)\b")
+_ARCHITECTURE = re.compile(r"<product_architecture>\s*([^<]*?)\s*</product_architecture>")
+# GPU architectures NVIDIA supports only with the open GPU kernel modules (R560+ installs them by default).
+OPEN_MODULE_ONLY = ("Blackwell",)
 REDIRECT_BITS = ("ReqRedir", "CmpltRedir", "UpstreamFwd")
 
 
@@ -115,6 +118,14 @@ def ctk_version(ctx: Context) -> str | None:
     return section["text"].splitlines()[0] if section["text"] else ""
 
 
+def smi_architectures(ctx: Context) -> set[str]:
+    """GPU architectures the ``nvidia-smi -q -x`` report names (``<product_architecture>``, R470+); empty when
+    nvidia-smi is missing or named none (a cut report keeps those of the GPUs before the cut)."""
+    if SMI_XML not in ctx.probes or ctx.raw(SMI_XML).get("missing"):
+        return set()
+    return set(_ARCHITECTURE.findall(str(ctx.raw(SMI_XML).get("stdout") or ""))) - {"", "N/A"}
+
+
 def gpu_present(ctx: Context) -> tuple[bool, dict[str, Any] | None]:
     """Whether the node has an NVIDIA GPU: lspci when it is there, else the driver's own files."""
     try:
@@ -161,6 +172,11 @@ def driver(ctx: Context) -> Verdict:
         return Verdict("fail", "NVIDIA GPUs are on the PCI bus but no NVIDIA driver is loaded and nvidia-smi is "
                        "missing", evidence=evidence)
     versions: dict[str, str | None] = {}
+    if "No devices were found" in smi_raw:
+        hint = ("; the loaded module is the proprietary one, which newer GPUs (Blackwell) do not bind"
+                if "NVIDIA UNIX x86_64 Kernel Module" in proc_raw else "")
+        return Verdict("fail", f"the NVIDIA driver sees none of this node's GPUs (nvidia-smi: No devices were "
+                       f"found){hint}", evidence=evidence)
     if smi_raw != "absent":
         found = set(_VERSION.findall(smi_raw))
         if not found:
@@ -169,11 +185,19 @@ def driver(ctx: Context) -> Verdict:
             return Verdict("fail", f"nvidia-smi reports several driver versions: {', '.join(sorted(found))}",
                            evidence=evidence)
         versions["nvidia-smi"] = found.pop()
+    flavour = None
     if proc_raw != "absent":
         try:
-            versions["/proc/driver/nvidia/version"] = parse("proc-driver-nvidia", proc_raw).get("driver_version")
+            loaded = parse("proc-driver-nvidia", proc_raw)
+            versions["/proc/driver/nvidia/version"], flavour = loaded.get("driver_version"), loaded.get("kernel_module")
         except ParseError:
             versions["/proc/driver/nvidia/version"] = None
+    needs_open = sorted(smi_architectures(ctx) & set(OPEN_MODULE_ONLY))
+    evidence.update(kernel_module=flavour, architectures=sorted(smi_architectures(ctx)))
+    if flavour == "proprietary" and needs_open:
+        return Verdict("fail", f"proprietary NVIDIA kernel module on {', '.join(needs_open)} GPUs: these are "
+                       "supported only with the open GPU kernel modules (NVIDIA UNIX Open Kernel Module)",
+                       evidence=evidence)
     if module_raw != "absent":
         found_module = _VERSION.findall(module_raw)
         versions["/sys/module/nvidia/version"] = found_module[0] if found_module else None
