@@ -137,7 +137,17 @@ def cmd_checks(args: argparse.Namespace) -> int:
         if report["unknown_ids"]:
             print(f"catalogue names unknown criteria: {report['unknown_ids']}")
         return 0
-    entries = list(catalogue.load().values())
+    if args.failure_modes:
+        modes = catalogue.failure_modes()
+        if args.json:
+            print(json.dumps(modes, indent=2))
+            return 0
+        for mode in modes:
+            found = ", ".join(f"{f['check']} ({f['status']})" for f in mode["found_by"])
+            print(f"{mode['id']:34s} {mode['title']}\n{'':34s} found by {found}; simulated by "
+                  f"{mode['sim']['profile']} on {', '.join(mode['sim']['nodes'])}")
+        return 0
+    entries = [{**entry, "finds": catalogue.finds(entry["id"])} for entry in catalogue.load().values()]
     if args.json:
         print(json.dumps(entries, indent=2))
         return 0
@@ -194,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     ck.add_argument("--json", action="store_true")
     ck.add_argument("--coverage", action="store_true",
                     help="which of the 73 public ClusterMAX audit criteria the checks cover")
+    ck.add_argument("--failure-modes", action="store_true",
+                    help="the documented provider failure modes, the checks that find each and the simulated "
+                         "profile that rebuilds it")
     ck.set_defaults(func=cmd_checks)
 
     pa = sub.add_parser("parse", help="parse a tool's saved output and print the JSON")

@@ -114,3 +114,37 @@ def coverage() -> dict[str, Any]:
     return {"criteria": rows, "total": len(rows), "fully_covered": full, "extras": extra_rows,
             "partly_covered": sum(1 for r in rows if r["checks"] and r["missing_harnesses"]),
             "not_covered": sum(1 for r in rows if not r["checks"]), "unknown_ids": unknown}
+
+
+FAILURE_MODE_KEYS = {"id", "title", "found_by", "sim"}
+FINDING_STATUSES = ("warn", "fail")
+
+
+@cache
+def failure_modes() -> list[dict[str, Any]]:
+    """The documented provider failure modes (``checks/failure_modes.yml``), each with the checks that find it
+    (``found_by``: check id and the status it gives) and the simulated profile and nodes that rebuild it."""
+    text = resources.files("clustereval.checks").joinpath("failure_modes.yml").read_text(encoding="utf-8")
+    modes = yamldata.load(text).get("failure_modes") or []
+    known = load()
+    seen: set[str] = set()
+    for mode in modes:
+        where = f"failure mode {mode.get('id')!r}"
+        if set(mode) != FAILURE_MODE_KEYS:
+            raise ValueError(f"{where} must have exactly the keys {sorted(FAILURE_MODE_KEYS)}, has {sorted(mode)}")
+        if mode["id"] in seen:
+            raise ValueError(f"{where} is listed twice")
+        seen.add(mode["id"])
+        if not mode["found_by"]:
+            raise ValueError(f"{where} names no check that finds it")
+        for finding in mode["found_by"]:
+            if finding.get("check") not in known:
+                raise ValueError(f"{where} names {finding.get('check')!r}, which is not in the catalogue")
+            if finding.get("status") not in FINDING_STATUSES:
+                raise ValueError(f"{where}: {finding['check']} must find it with one of {FINDING_STATUSES}")
+    return modes
+
+
+def finds(check_id: str) -> list[str]:
+    """Ids of the documented failure modes ``check_id`` finds."""
+    return [m["id"] for m in failure_modes() if any(f["check"] == check_id for f in m["found_by"])]
