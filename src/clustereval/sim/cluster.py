@@ -34,6 +34,7 @@ from typing import Any
 
 from clustereval.sim import netfaults, overlays, pcisysfs, sharedfs
 from clustereval.sim.overlays import k8s as k8s_overlay
+from clustereval.sim.overlays import software_tools
 from clustereval.sim.profile import load_profile, node_names, node_settings, provider_settings, render_node
 
 SHIM_SOURCES = Path(__file__).resolve().parent / "shims"
@@ -538,6 +539,8 @@ def _prepare_node_root(directory: Path, node: dict[str, Any]) -> None:
         with contextlib.suppress(FileNotFoundError):
             link.unlink()
         if tool == "nvidia-smi" and node["state"]["nvidia_smi"] == "missing":
+            continue
+        if tool in software_tools.missing(node["settings"]):
             continue
         optional = OPTIONAL_TOOLS.get(SHIMS.get(tool, ""))
         if optional and (node["state"].get("fabric") or {}).get("tools", {}).get(optional) == "missing":
