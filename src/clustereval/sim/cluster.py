@@ -34,6 +34,7 @@ from typing import Any
 
 from clustereval.sim import netfaults, overlays, pcisysfs, sharedfs
 from clustereval.sim.overlays import k8s as k8s_overlay
+from clustereval.sim.overlays import system as system_overlay
 from clustereval.sim.overlays import software_tools
 from clustereval.sim.profile import load_profile, node_names, node_settings, provider_settings, render_node
 
@@ -520,7 +521,7 @@ def _prepare_node_root(directory: Path, node: dict[str, Any]) -> None:
     (root / "scratch").mkdir(exist_ok=True)
     (root / "node.json").write_text(json.dumps(node["state"], indent=1))
     (root / "kmsg").write_text("".join(line + "\n" for line in node["state"]["xid"]))
-    node["mounts"] = overlays.build(node["settings"], node["state"], root.parent)
+    node["mounts"] = overlays.build(node["settings"], node["state"], root.parent) + _node_system(directory, node)
     nd = root.parent
     (nd / "empty").mkdir(exist_ok=True)
     if not (nd / "kmsg.fifo").exists():
@@ -546,6 +547,32 @@ def _prepare_node_root(directory: Path, node: dict[str, Any]) -> None:
         if optional and (node["state"].get("fabric") or {}).get("tools", {}).get(optional) == "missing":
             continue
         link.symlink_to(_paths(directory)["shims"] / tool)
+
+
+def _node_system(directory: Path, node: dict[str, Any]) -> list[str]:
+    """The node's own machine (overlays/system.py): ``/sim/system.json`` for its uname, systemd-detect-virt and
+    ip shims, the symlinks of its overlay, and the boot lines that lay its /proc files over the machine's and
+    mount its spool disk at the SlurmdSpoolDir slurm.conf gives it."""
+    nd = _paths(directory)["nodes"] / node["name"]
+    settings, state = node["settings"], node["state"]
+    (nd / "root" / system_overlay.VIEW_FILE).write_text(json.dumps(system_overlay.view(settings, state)))
+    for path, target in system_overlay.links(settings, state).items():
+        link = nd / "overlay" / path.lstrip("/")
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.is_symlink():
+            link.symlink_to(target)
+    return (system_overlay.proc_mounts(settings, nd)
+            + system_overlay.spool_mounts(settings, nd, _slurmd_spool_dir(directory, node["name"])))
+
+
+def _slurmd_spool_dir(directory: Path, name: str) -> str | None:
+    """The node's SlurmdSpoolDir as the written slurm.conf says (``%n``/``%h`` are the node's name)."""
+    with contextlib.suppress(OSError):
+        for line in (_paths(directory)["slurm"] / "slurm.conf").read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "SlurmdSpoolDir":
+                return value.strip().replace("%n", name).replace("%h", name)
+    return None
 
 
 def fresh_boot(directory: Path, name: str, node_state: dict[str, Any], booted_at: float | None = None,

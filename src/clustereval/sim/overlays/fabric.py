@@ -60,11 +60,11 @@ def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
     default = [0xFFFF] if faults.get("ib_default_pkey_only") else TENANT_PKEYS
     pkeys = [int(p, 16) if isinstance(p, str) else int(p) for p in faults.get("ib_pkeys") or default]
     node = state.get("node", "node")
-    for index, nic in enumerate(nics):
+    for index, nic in enumerate([*nics, *storage_ports(settings)]):
         name = str(nic["name"])
         nominal = int(nic.get("rate_gbps", 400))
         rate = float(_pick(faults.get("ib_port_rate") or {}, nic["name"], index) or nominal)
-        down = bool(_pick(faults.get("ib_port_down") or [], nic["name"], index))
+        down = bool(_pick(faults.get("ib_port_down") or [], nic["name"], index)) or nic.get("down_phys_state")
         layer = str(nic.get("link_layer", "InfiniBand"))
         ca_type, pci_device, fw, board = MODELS.get(nominal, MODELS[400])
         ca_type, fw, board = (str(nic.get(k) or d) for k, d in (("hca_type", ca_type), ("fw_ver", fw),
@@ -84,7 +84,7 @@ def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
         port = f"{base}/ports/1"
         speed = SPEED_NAMES.get(int(rate), "4X")
         tree.file(f"{port}/state", "1: DOWN\n" if down else "4: ACTIVE\n")
-        tree.file(f"{port}/phys_state", "3: Disabled\n" if down else "5: LinkUp\n")
+        tree.file(f"{port}/phys_state", f"{nic.get('down_phys_state') or '3: Disabled'}\n" if down else "5: LinkUp\n")
         # A port without a link reports the lowest rate it can train at, as mlx5 does (ibstat "Rate: 40").
         tree.file(f"{port}/rate", "40 Gb/sec (4X QDR)\n" if down else f"{rate:g} Gb/sec ({speed})\n")
         tree.file(f"{port}/link_layer", f"{layer}\n")
@@ -102,3 +102,21 @@ def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
     if conf:
         text = conf if isinstance(conf, str) else "".join(f"{k}={v}\n" for k, v in conf.items())
         tree.file("/etc/nccl.conf", text if text.endswith("\n") else text + "\n")
+
+
+def storage_ports(settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """RDMA devices of the node's other NICs (``system.netdevs`` entries with ``rdma: mlx5_N``: a storage or
+    front-end ConnectX in Ethernet mode, RoCE), rendered like the rails but not rails: NCCL's rails are the
+    ``nics`` list. A link without carrier leaves the port training (``2: Polling``), an interface taken
+    down administratively ``3: Disabled``."""
+    from clustereval.sim.overlays.versions import DEFAULT_FW
+
+    ports = []
+    for dev in (settings.get("system") or {}).get("netdevs") or []:
+        if not dev.get("rdma"):
+            continue
+        link = dev.get("link", "up")
+        ports.append({"name": str(dev["rdma"]), "netdev": str(dev["name"]), "link_layer": "Ethernet",
+                      "rate_gbps": int(dev.get("speed_mbps", 400000)) // 1000, "fw_ver": DEFAULT_FW,
+                      "down_phys_state": {"no_carrier": "2: Polling", "admin_down": "3: Disabled"}.get(link)})
+    return ports

@@ -6,10 +6,12 @@ firmware train of baselines/security_minimums.yml, so a healthy profile is at th
 ``{mlx5_0: 28.39.1002}``. The fabric area lays out the rest of each device directory (hca_type,
 board_id, ports) and documents that this area writes ``fw_ver``.
 
-The running kernel is the machine's own (the nodes share its kernel); its image is in the node's ``/boot``
-(``vmlinuz-<release>`` and ``config-<release>``), as on a node whose kernel the OS installed. Faults:
-``kernel_pending: true`` adds a newer image of the same flavour (the patch level plus one: a reboot is
-pending), ``kernel_outside_os: true`` leaves ``/boot`` empty (a kernel booted directly by a hypervisor).
+The running kernel is the profile's ``system.kernel_release`` (default the machine's own; the system area
+makes ``uname -r`` and ``/proc/sys/kernel/osrelease`` say it); its image is in the node's ``/boot``
+(``vmlinuz-<release>`` and ``config-<release>``) and its modules in ``/lib/modules/<release>``, as on a node
+whose kernel the OS installed. Faults: ``kernel_pending: true`` adds a newer image of the same flavour (the
+patch level plus one), ``kernel_pending: "<release>"`` that release: installed, not booted (a reboot is
+pending); ``kernel_outside_os: true`` leaves ``/boot`` empty (a kernel booted directly by a hypervisor).
 
 Other versions the audit grades come from elsewhere: the NVIDIA driver from the profile's
 ``driver_version``, DCGM from ``dcgm_version`` (dcgmi shim), nvidia-ctk from the gpustack area's shim,
@@ -22,6 +24,8 @@ from __future__ import annotations
 import os
 import re
 from typing import Any
+
+from clustereval.sim.overlays.system import kernel_release
 
 FAULTS = {"nic_fw_ver", "kernel_pending", "kernel_outside_os"}
 DEFAULT_FW = "28.46.3008"
@@ -63,15 +67,18 @@ def boot_images(settings: dict[str, Any], running: str) -> list[str]:
     if faults.get("kernel_outside_os"):
         return []
     releases = [running]
-    if faults.get("kernel_pending"):
-        releases.append(newer_kernel(running))
+    pending = faults.get("kernel_pending")
+    if pending:
+        releases.append(pending if isinstance(pending, str) else newer_kernel(running))
     return releases
 
 
 def render_boot(settings: dict[str, Any], tree) -> None:
     if not os.path.isdir("/boot"):
         return  # nothing to lay the node's /boot over: the node looks directly booted
-    for release in boot_images(settings, os.uname().release):
+    for release in boot_images(settings, kernel_release(settings)):
         # Never booted by the simulation: the files only have to exist, as the audit lists /boot.
         tree.file(f"/boot/vmlinuz-{release}", "", 0o600)
         tree.file(f"/boot/config-{release}", f"# Linux kernel configuration {release} (simulated node)\n", 0o644)
+        # /lib is /usr/lib on a merged-/usr system (Debian 12): the canonical path, so one overlay serves both
+        tree.file(f"/usr/lib/modules/{release}/modules.dep", "", 0o644)
