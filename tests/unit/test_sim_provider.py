@@ -35,8 +35,11 @@ def test_defaults_keep_todays_behaviour():
     assert 79 in settings["health_check"]["drain_xids"] and 13 not in settings["health_check"]["drain_xids"]
     drills = profile.load_profile("fault-drills")
     assert profile.provider_settings(drills, "node3")["health_check"]["mode"] == "exit_1"
-    assert profile.provider_settings(drills, "node1")["remediation"] == {"mode": "reboot", "after_s": 5.0,
-                                                                        "spare": "node5"}
+    assert profile.provider_settings(drills, "node1")["remediation"] == {
+        "mode": "reboot", "after_s": 5.0, "spare": "node5", "return_to_service": 2, "reboot_program": None,
+        "resume_program": None, "suspend_program": None}
+    assert settings["health_check"]["checks"] == ["xid", "dcgm_health"]
+    assert settings["health_check"]["node_state"] == "ANY"
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -46,6 +49,21 @@ def test_defaults_keep_todays_behaviour():
     ("cluster: {provider: {remediation: {after_s: -1}}}", "remediation.after_s must be a non-negative"),
     ("cluster: {provider: {health_check: {drain_xids: [79, x]}}}", "drain_xids must be a list"),
     ("cluster: {provider: {dcgm_injection: maybe}}", "dcgm_injection must be true or false"),
+    ("cluster: {provider: {health_check: {checks: [xid, smart]}}}", "health_check.checks must be a list of"),
+    ("cluster: {provider: {health_check: {node_state: BUSY}}}", "health_check.node_state must be one or more"),
+    ("cluster: {}\nnodes: {node2: {provider: {health_check: {node_state: IDLE}}}}", "node_state is cluster-wide"),
+    ("cluster: {provider: {remediation: {return_to_service: 3}}}", "return_to_service must be 0, 1 or 2"),
+    ("cluster: {}\nnodes: {node2: {provider: {remediation: {return_to_service: 0}}}}", "cluster-wide only"),
+    ("cluster: {provider: {remediation: {resume_program: resume.sh}}}", "resume_program must be an absolute path"),
+    ("cluster: {slurm: {controller: login1}}", "slurm.controller must be a node name"),
+    ("cluster: {slurm: {prolog_s: -2}}", "slurm.prolog_s must be a non-negative"),
+    ("cluster: {slurm: {message_timeout_s: 2.5}}", "slurm.message_timeout_s must be a non-negative integer"),
+    ("cluster: {slurm: {job_defaults: {cpus_per_task: 4}}}", "slurm.job_defaults must be a mapping with keys"),
+    ("cluster: {slurm: {bogus: 1}}", "slurm has unknown keys ['bogus']"),
+    ("cluster: {}\nnodes: {node2: {slurm: {controller: node2}}}", "slurm.controller is cluster-wide only"),
+    ("cluster: {racks: {r1: node1}}", "racks must map each rack name to a list of node names"),
+    ("cluster: {}\nnodes: {node2: {racks: {r1: [node2]}}}", "racks is cluster-wide"),
+    ("cluster: {rack: r1}", "rack is per node"),
 ])
 def test_bad_provider_sections_are_refused_naming_the_key(tmp_path, text, message):
     with pytest.raises(profile.ProfileError) as caught:

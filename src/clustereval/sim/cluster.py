@@ -32,10 +32,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from clustereval.sim import netfaults, overlays, pcisysfs, sharedfs
+from clustereval.sim import netfaults, overlays, pcisysfs, sharedfs, slurmconf
 from clustereval.sim.overlays import k8s as k8s_overlay
-from clustereval.sim.overlays import system as system_overlay
 from clustereval.sim.overlays import software_tools
+from clustereval.sim.overlays import system as system_overlay
 from clustereval.sim.profile import load_profile, node_names, node_settings, provider_settings, render_node
 
 SHIM_SOURCES = Path(__file__).resolve().parent / "shims"
@@ -59,7 +59,6 @@ GROUND_TRUTH = "ground-truth.jsonl"
 NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
 NODE_PATH = "/sim/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 UP_TIMEOUT_S = 30.0
-HEALTHCHECK_INTERVAL_S = 30  # real NHC setups use minutes; slurmd also runs it at start
 
 
 class SimError(RuntimeError):
@@ -319,7 +318,7 @@ def _slurm_conf(directory: Path, state: dict[str, Any], nodes: list[dict[str, An
     partition = nodes[0]["state"]["slurm"]["partition"] if nodes else "gpu"
     lines = [
         f"ClusterName={state['slurm_name']}",
-        f"SlurmctldHost={socket.gethostname().split('.')[0]}(127.0.0.1)",
+        "SlurmctldHost={}({})".format(*_controller(state)[:2]),
         "SlurmUser=root",
         "SlurmdUser=root",
         f"SlurmctldPort={state['ports']['slurmctld']}",
@@ -343,22 +342,16 @@ def _slurm_conf(directory: Path, state: dict[str, Any], nodes: list[dict[str, An
         "SelectTypeParameters=CR_Core",
         "GresTypes=gpu",
         "SlurmdParameters=config_overrides",
-        "ReturnToService=2",
         "SlurmdTimeout=30",
         "SlurmctldTimeout=30",
         "InactiveLimit=0",
         "MinJobAge=30",
         "KillWait=5",
         "Waittime=0",
-        f"Prolog={slurm / 'prolog.sh'}",
-        f"Epilog={slurm / 'epilog.sh'}",
+        f"Prolog={slurmconf.PROLOG_PATH}",
+        f"Epilog={slurmconf.EPILOG_PATH}",
+        *slurmconf.scheduler_lines(state["slurm_cluster"], nodes[0]["provider"], partition),
     ]
-    provider = nodes[0]["provider"]["health_check"] if nodes else {"cluster_mode": "drain",
-                                                                   "interval_s": HEALTHCHECK_INTERVAL_S}
-    if provider["cluster_mode"] != "none":
-        lines += [f"HealthCheckProgram={slurm / 'healthcheck'}",
-                  f"HealthCheckInterval={provider['interval_s']}",
-                  "HealthCheckNodeState=ANY"]
     for node in nodes:
         s = node["state"]["slurm"]
         cores = max(1, s["cpus"] // 2)
@@ -369,7 +362,7 @@ def _slurm_conf(directory: Path, state: dict[str, Any], nodes: list[dict[str, An
             f"CPUs={cores * 2} Boards=1 SocketsPerBoard=2 CoresPerSocket={cores} ThreadsPerCore=1 "
             f"RealMemory={s['real_memory_mb']}{gres} State=UNKNOWN"
         )
-    lines.append(f"PartitionName={partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
+    lines.append(slurmconf.partition_line(partition, state["slurm_cluster"]))
     return "\n".join(lines) + "\n"
 
 
@@ -385,32 +378,45 @@ def _gres_conf(nodes: list[dict[str, Any]], dev_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-# Slurm HealthCheckProgram: the simulated provider's node health check (shims/healthcheck.py, copied to
-# D/slurm/healthcheck and run by slurmd inside the node's namespaces; it reads /sim/kmsg, dcgmi and the node's
-# /sim/provider.json). An audit reading the program finds what it does: scontrol ... state=drain, dcgmi.
+# The checks of the provider's node health check (shims/healthcheck.py, copied to D/slurm/healthcheck.py); each
+# node's HealthCheckProgram (/sim/etc/slurm/healthcheck, sim/slurmconf.py) runs it with the checks it names and
+# drains the node, or not, as the provider does. It reads /sim/kmsg, dcgmi, nvidia-smi and /sim/provider.json.
 HEALTHCHECK_SOURCE = SHIM_SOURCES / "healthcheck.py"
+JOB_MAP_DIR = slurmconf.JOB_MAP_DIR
 
 
-# Prolog/Epilog as sites that tie GPU metrics to jobs run them: one file per GPU index of the job, holding
-# its id, in the directory dcgm-exporter reads (--hpc-job-mapping-dir, here node-private under /sim).
-JOB_MAP_DIR = "/sim/run/dcgm-job-map"
-PROLOG = """#!/bin/sh
-# Slurm Prolog: map this job's GPUs to its id for dcgm-exporter's HPC job mapping.
-DCGM_HPC_JOB_MAPPING_DIR={job_map}
-[ -n "$SLURM_JOB_GPUS" ] || exit 0
-mkdir -p "$DCGM_HPC_JOB_MAPPING_DIR" || exit 0
-IFS=,
-for gpu in $SLURM_JOB_GPUS; do echo "$SLURM_JOB_ID" > "$DCGM_HPC_JOB_MAPPING_DIR/$gpu"; done
-exit 0
-"""
-EPILOG = """#!/bin/sh
-# Slurm Epilog: the job's GPUs no longer belong to it in dcgm-exporter's HPC job mapping.
-DCGM_HPC_JOB_MAPPING_DIR={job_map}
-[ -n "$SLURM_JOB_GPUS" ] || exit 0
-IFS=,
-for gpu in $SLURM_JOB_GPUS; do rm -f "$DCGM_HPC_JOB_MAPPING_DIR/$gpu"; done
-exit 0
-"""
+def _controller(state: dict[str, Any]) -> tuple[str, str, str | None]:
+    """(SlurmctldHost, its address, the compute node slurmctld runs on or None for the host)."""
+    return slurmconf.controller(state["slurm_cluster"], socket.gethostname().split(".")[0],
+                                {name: info["address"] for name, info in state["nodes"].items()})
+
+
+def _write_slurm_programs(directory: Path, node_list: list[dict[str, Any]]) -> None:
+    """topology.conf (racks), the health check's engine, and each node's own HealthCheckProgram, Prolog and
+    Epilog under its /sim (what slurm.conf names, as a site installs them on every node)."""
+    p = _paths(directory)
+    rack_of = _rack_of(node_list)
+    if rack_of:
+        (p["slurm"] / "topology.conf").write_text(slurmconf.topology_conf(rack_of))
+    engine = p["slurm"] / "healthcheck.py"
+    shutil.copyfile(HEALTHCHECK_SOURCE, engine)
+    for node in node_list:
+        root = p["nodes"] / node["name"] / "root"
+        texts = slurmconf.job_hooks(node["settings"].get("slurm") or {})
+        texts[slurmconf.HEALTHCHECK_PATH] = slurmconf.healthcheck_program(
+            node["provider"]["health_check"], str(engine), node["state"]["slurm"]["gres_count"],
+            str(p["slurm"] / "slurm.conf"))
+        for path, text in texts.items():
+            target = root / path.removeprefix("/sim/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+            target.chmod(0o755)
+
+
+def _rack_of(node_list: list[dict[str, Any]]) -> dict[str, str]:
+    settings = node_list[0]["settings"] if node_list else {}
+    return slurmconf.rack_of(settings.get("racks"), {n["name"]: n["settings"].get("rack") for n in node_list},
+                             [n["name"] for n in node_list])
 
 
 def _sshd_config(directory: Path, node: dict[str, Any], slurm_conf: Path) -> str:
@@ -458,10 +464,13 @@ SIM_BENCHMARK_VARS: dict[str, Any] = {
 }
 
 
-def _write_group_vars(directory: Path) -> None:
-    """``group_vars/gpu_nodes.yml`` beside the inventory: the small benchmark sizes, and the PyTorch of the
-    environment that brought the cluster up when it has one (as a site points the role at its own)."""
+def _write_group_vars(directory: Path, rack_of: dict[str, str]) -> None:
+    """``group_vars/gpu_nodes.yml`` beside the inventory: the small benchmark sizes, the PyTorch of the
+    environment that brought the cluster up when it has one (as a site points the role at its own), and the
+    profile's racks as ``clustereval_audit_rack_of`` (what topology.conf is written from, as a site's)."""
     values = dict(SIM_BENCHMARK_VARS)
+    if rack_of:
+        values["clustereval_audit_rack_of"] = rack_of
     if importlib.util.find_spec("torch") is not None and Path(sys.prefix, "bin", "python").exists():
         values["clustereval_gpu_compute_venv"] = sys.prefix
     folder = directory / "group_vars"
@@ -711,6 +720,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
         "started_at": time.time(),
         "ports": {"slurmctld": _free_port(), **{n["name"]: n["slurmd_port"] for n in node_list}},
         "munge_socket": str(_munge_socket(directory, slurm_name)),
+        "slurm_cluster": _slurm_cluster(prof, node_list),
         "nodes": {
             n["name"]: {
                 "address": n["address"],
@@ -751,17 +761,13 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     conf = p["slurm"] / "slurm.conf"
     conf.write_text(_slurm_conf(directory, state, node_list, dev_dir))
     (p["slurm"] / "gres.conf").write_text(_gres_conf(node_list, dev_dir))
-    shutil.copyfile(HEALTHCHECK_SOURCE, p["slurm"] / "healthcheck")
-    (p["slurm"] / "healthcheck").chmod(0o755)
-    for name, text in (("prolog.sh", PROLOG), ("epilog.sh", EPILOG)):
-        (p["slurm"] / name).write_text(text.format(job_map=JOB_MAP_DIR))
-        (p["slurm"] / name).chmod(0o755)
     _install_shims(directory)
     for node in node_list:
         (p["nodes"] / node["name"]).mkdir(parents=True, exist_ok=True)
         _prepare_node_root(directory, node)
+    _write_slurm_programs(directory, node_list)
     p["inventory"].write_text(_inventory(directory, node_list))
-    _write_group_vars(directory)
+    _write_group_vars(directory, _rack_of(node_list))
 
     # munge: own key, socket, pid, log and seed, so clusters never share credentials
     key = p["munge"] / "munge.key"
@@ -799,22 +805,19 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
         (nd / "sshd_config").write_text(_sshd_config(directory, node, conf))
         sshd_procs[node["name"]] = start_sshd(directory, state, node)
 
-    # slurmctld (clean state: a re-up must not inherit drains from the last run)
+    # slurmctld (clean state: a re-up must not inherit drains from the last run), on the host or, when the
+    # profile puts it on a compute node, inside that node's namespaces once its sshd made them
     ctl_log = p["slurm"] / "log" / "slurmctld.log"
     env = _slurm_env(directory)
-    ctl = subprocess.Popen(
-        ["slurmctld", "-D", "-c", "-f", str(conf)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=open(ctl_log, "ab"),  # noqa: SIM115
-        start_new_session=True,
-    )
-    _record(directory, state, "slurmctld", ctl.pid)
+    ctl_node = _controller(state)[2]
+    if ctl_node:
+        await_sshd(directory, state, next(n for n in node_list if n["name"] == ctl_node), sshd_procs[ctl_node])
+    ctl = start_slurmctld(directory, state, sshd_procs[ctl_node].pid if ctl_node else None, clean=True)
     _register_block(directory, state)
 
     for name, proc in sshd_procs.items():
-        await_sshd(directory, state, next(n for n in node_list if n["name"] == name), proc)
+        if name != ctl_node:
+            await_sshd(directory, state, next(n for n in node_list if n["name"] == name), proc)
     _write_state(directory, state)
 
     if not _wait(
@@ -910,6 +913,40 @@ def await_sshd(directory: Path, state: dict[str, Any], node: dict[str, Any], pro
         raise SimError(f"sshd of {name} exited ({proc.returncode}); log {log}:\n{_tail(log)}")
     state["namespaces"][name] = [_namespace(proc.pid, "mnt"), _namespace(proc.pid, "uts")]
     _write_state(directory, state)
+
+
+def _slurm_cluster(prof: dict[str, Any], node_list: list[dict[str, Any]]) -> dict[str, Any]:
+    """The profile's cluster-wide Slurm settings (``cluster.slurm``: controller, timeouts, job defaults) and the
+    racks (node -> rack); a controller that is not a reachable node of this cluster is refused."""
+    from clustereval.sim.profile import SLURM_CLUSTER_KEYS
+
+    cluster_slurm = {k: v for k, v in (prof["cluster"].get("slurm") or {}).items() if k in SLURM_CLUSTER_KEYS}
+    ctl = cluster_slurm.get("controller")
+    names = {n["name"]: n for n in node_list}
+    if ctl and (ctl not in names or names[ctl]["state"]["unreachable"]):
+        raise SimError(f"profile {prof['name']}: cluster.slurm.controller {ctl} is not a reachable node of this "
+                       f"{len(node_list)}-node cluster")
+    return {**cluster_slurm, "racks": _rack_of(node_list)}
+
+
+def start_slurmctld(directory: Path, state: dict[str, Any], ns_pid: int | None,
+                    clean: bool = False) -> subprocess.Popen:
+    """slurmctld (recorded as ``slurmctld``): on the host, or entered into a compute node's namespaces (``ns_pid``,
+    its sshd), where its hostname is the node's, as a site running the controller on a compute node has it.
+    ``clean``: without the saved state (a fresh ``up``); a restart after the node's reboot keeps it."""
+    p = _paths(directory)
+    log = p["slurm"] / "log" / "slurmctld.log"
+    enter = ["nsenter", "-t", str(ns_pid), "--uts", "--mount"] if ns_pid else []
+    proc = subprocess.Popen(
+        [*enter, "slurmctld", "-D", *(["-c"] if clean else []), "-f", str(p["slurm"] / "slurm.conf")],
+        env=_slurm_env(directory),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(log, "ab"),  # noqa: SIM115
+        start_new_session=True,
+    )
+    _record(directory, state, "slurmctld", proc.pid)
+    return proc
 
 
 def start_slurmd(directory: Path, state: dict[str, Any], name: str, ns_pid: int) -> subprocess.Popen:

@@ -171,9 +171,11 @@ def load_profile(name_or_path: str | Path) -> dict[str, Any]:
                 f"profile {path}: nodes.{key}.faults.nvidia_smi must be one of {NVIDIA_SMI_MODES}"
             )
         check_provider(f"profile {path}: nodes.{key}.provider", override.get("provider"), node_level=True)
+        check_slurm(f"profile {path}: nodes.{key}", override, node_level=True)
         normalised[name] = override
     cluster = data["cluster"]
     check_provider(f"profile {path}: cluster.provider", cluster.get("provider"), node_level=False)
+    check_slurm(f"profile {path}: cluster", cluster, node_level=False)
     wants_k8s = [f"nodes.{n}.provider.k8s" for n, o in normalised.items() if (o.get("provider") or {}).get("k8s")]
     if (cluster.get("provider") or {}).get("k8s"):
         wants_k8s.insert(0, "cluster.provider.k8s")
@@ -593,11 +595,22 @@ K8S_DETECTORS = ("condition", "taint", "cordon", "none")
 K8S_REMEDIATIONS = ("none", "reboot")
 PROVIDER_SUBKEYS = {
     "k8s": {"detector", "interval_s", "condition", "taint", "remediation", "after_s"},
-    "health_check": {"mode", "interval_s", "drain_xids", "after_s", "timeout_s", "from_s"},
-    "remediation": {"mode", "after_s", "spare"},
+    "health_check": {"mode", "interval_s", "drain_xids", "after_s", "timeout_s", "from_s", "checks", "node_state"},
+    "remediation": {"mode", "after_s", "spare", "return_to_service", "reboot_program", "resume_program",
+                    "suspend_program"},
     "reboot": {"shutdown_s", "down_s", "slurmd_s"},
 }
 XID_CATALOGUE = Path(__file__).resolve().parents[1] / "parsers" / "data" / "xid_catalogue.yml"
+# What the provider's health check can look at (sim/slurmconf.py names them in the program; shims/healthcheck.py
+# runs them): Xid lines in the kernel ring buffer, `dcgmi health -c`, and nvidia-smi's GPU count against Slurm's.
+HEALTH_CHECKS = ("xid", "dcgm_health", "gpu_count")
+DEFAULT_HEALTH_CHECKS = ["xid", "dcgm_health"]
+# HealthCheckNodeState words (slurm.conf(5), 22.05); several join with commas, CYCLE with any of them.
+HEALTH_CHECK_NODE_STATES = ("ALLOC", "ANY", "CYCLE", "IDLE", "NONDRAINED_IDLE", "MIXED")
+# Keys of the provider's sections that slurm.conf holds once for the whole cluster (besides interval_s and spare,
+# refused per node with their own message below).
+CLUSTER_ONLY = {"health_check": ("node_state",),
+                "remediation": ("return_to_service", "reboot_program", "resume_program", "suspend_program")}
 
 
 def default_drain_xids() -> list[int]:
@@ -643,6 +656,17 @@ def check_provider(where: str, value: Any, node_level: bool) -> None:
                                "HealthCheckInterval); set it under cluster.provider.health_check")
         if hc["interval_s"] < 1 or not isinstance(hc["interval_s"], int):
             raise ProfileError(f"{where}.health_check.interval_s must be a whole number of seconds >= 1")
+    for section, keys in CLUSTER_ONLY.items():
+        for key in keys:
+            if node_level and key in (value.get(section) or {}):
+                raise ProfileError(f"{where}.{section}.{key} is cluster-wide only (slurm.conf has one); set it "
+                                   f"under cluster.provider.{section}")
+    if "checks" in hc and (not isinstance(hc["checks"], list) or any(c not in HEALTH_CHECKS for c in hc["checks"])):
+        raise ProfileError(f"{where}.health_check.checks must be a list of {list(HEALTH_CHECKS)}")
+    if "node_state" in hc and not (isinstance(hc["node_state"], str) and hc["node_state"] and all(
+            word in HEALTH_CHECK_NODE_STATES for word in hc["node_state"].split(","))):
+        raise ProfileError(f"{where}.health_check.node_state must be one or more of {list(HEALTH_CHECK_NODE_STATES)}, "
+                           "joined with commas (HealthCheckNodeState)")
     if "drain_xids" in hc:
         codes = hc["drain_xids"]
         if not isinstance(codes, list) or any(isinstance(c, bool) or not isinstance(c, int) or c < 0
@@ -656,6 +680,11 @@ def check_provider(where: str, value: Any, node_level: bool) -> None:
             raise ProfileError(f"{where}.remediation.spare is cluster-wide only (the provider's spare pool)")
         if not isinstance(rem["spare"], str) or not re.fullmatch(r"node\d+", rem["spare"]):
             raise ProfileError(f"{where}.remediation.spare must be a node name like node5")
+    if "return_to_service" in rem and rem["return_to_service"] not in (0, 1, 2):
+        raise ProfileError(f"{where}.remediation.return_to_service must be 0, 1 or 2 (ReturnToService)")
+    for key in ("reboot_program", "resume_program", "suspend_program"):
+        if key in rem and not (isinstance(rem[key], str) and rem[key].startswith("/")):
+            raise ProfileError(f"{where}.remediation.{key} must be an absolute path")
     k8s = value.get("k8s") or {}
     if "detector" in k8s and k8s["detector"] not in K8S_DETECTORS:
         raise ProfileError(f"{where}.k8s.detector must be one of {list(K8S_DETECTORS)}")
@@ -674,10 +703,64 @@ def check_provider(where: str, value: Any, node_level: bool) -> None:
         raise ProfileError(f"{where}.dcgm_injection must be true or false")
 
 
+# ----------------------------------------------------------------------------------------- Slurm settings
+# ``slurm:`` keys (sim/slurmconf.py writes them into slurm.conf): per node (the node's line, its own prolog and
+# epilog), and those slurm.conf holds once, cluster-wide only.
+SLURM_NODE_KEYS = {"cpus", "real_memory_mb", "partition", "gres_type", "gres_count", "prolog_s", "epilog_s"}
+SLURM_CLUSTER_KEYS = {"controller", "message_timeout_s", "prolog_epilog_timeout_s", "batch_start_timeout_s",
+                      "job_defaults", "partition_job_defaults"}
+SLURM_JOB_DEFAULTS = {"cpus_per_gpu", "mem_per_gpu_mb", "mem_per_cpu_mb"}
+NODE_NAME = re.compile(r"node\d+")
+
+
+def check_slurm(where: str, section: dict[str, Any], node_level: bool) -> None:
+    """Refuse a malformed ``slurm:`` section, ``racks:`` (cluster) or ``rack:`` (node), naming the key."""
+    slurm = section.get("slurm")
+    if slurm is not None:
+        if not isinstance(slurm, dict):
+            raise ProfileError(f"{where}.slurm must be a mapping")
+        allowed = SLURM_NODE_KEYS | (set() if node_level else SLURM_CLUSTER_KEYS)
+        unknown = set(slurm) - allowed
+        if unknown:
+            cluster_only = unknown & SLURM_CLUSTER_KEYS
+            if cluster_only:
+                raise ProfileError(f"{where}.slurm.{sorted(cluster_only)[0]} is cluster-wide only (slurm.conf has "
+                                   "one); set it under cluster.slurm")
+            raise ProfileError(f"{where}.slurm has unknown keys {sorted(unknown)}; known: {sorted(allowed)}")
+        for key in ("prolog_s", "epilog_s", "message_timeout_s", "prolog_epilog_timeout_s", "batch_start_timeout_s"):
+            if key in slurm:
+                _number(f"{where}.slurm.{key}", slurm[key], integer=key.endswith("timeout_s"))
+        if "controller" in slurm and slurm["controller"] is not None and not (
+                isinstance(slurm["controller"], str) and NODE_NAME.fullmatch(slurm["controller"])):
+            raise ProfileError(f"{where}.slurm.controller must be a node name like node1 (or null: the host)")
+        for key in ("job_defaults", "partition_job_defaults"):
+            values = slurm.get(key)
+            if values is None:
+                continue
+            if not isinstance(values, dict) or set(values) - SLURM_JOB_DEFAULTS:
+                raise ProfileError(f"{where}.slurm.{key} must be a mapping with keys {sorted(SLURM_JOB_DEFAULTS)}")
+            for name, value in values.items():
+                _number(f"{where}.slurm.{key}.{name}", value, integer=True)
+    if node_level:
+        if "racks" in section:
+            raise ProfileError(f"{where}.racks is cluster-wide; a node names its own with rack: NAME")
+        if "rack" in section and not (isinstance(section["rack"], str) and section["rack"]):
+            raise ProfileError(f"{where}.rack must be a rack name")
+        return
+    if "rack" in section:
+        raise ProfileError(f"{where}.rack is per node; the cluster lists racks: {{RACK: [node1, ...]}}")
+    racks = section.get("racks")
+    if racks is not None and not (isinstance(racks, dict) and all(
+            isinstance(members, list) and all(isinstance(n, str) and NODE_NAME.fullmatch(n) for n in members)
+            for members in racks.values())):
+        raise ProfileError(f"{where}.racks must map each rack name to a list of node names")
+
+
 def provider_settings(profile: dict[str, Any], node: str) -> dict[str, Any]:
     """The node's provider automation with every default filled in (today's behaviour when unset)."""
     raw = node_settings(profile, node).get("provider") or {}
     cluster_hc = (profile["cluster"].get("provider") or {}).get("health_check") or {}
+    cluster_rem = (profile["cluster"].get("provider") or {}).get("remediation") or {}
     hc = raw.get("health_check") or {}
     rem = raw.get("remediation") or {}
     boot = raw.get("reboot") or {}
@@ -692,11 +775,15 @@ def provider_settings(profile: dict[str, Any], node: str) -> dict[str, Any]:
             "after_s": float(hc.get("after_s", 0)),
             "timeout_s": float(hc.get("timeout_s", 2)),
             "from_s": float(hc.get("from_s", 0)),
+            "checks": list(hc.get("checks", DEFAULT_HEALTH_CHECKS)),
+            "node_state": str(cluster_hc.get("node_state", "ANY")),
         },
         "remediation": {
             "mode": rem.get("mode", "none"),
             "after_s": float(rem.get("after_s", 30)),
-            "spare": ((profile["cluster"].get("provider") or {}).get("remediation") or {}).get("spare"),
+            "spare": cluster_rem.get("spare"),
+            "return_to_service": int(cluster_rem.get("return_to_service", 2)),
+            **{key: cluster_rem.get(key) for key in ("reboot_program", "resume_program", "suspend_program")},
         },
         "reboot": {
             "shutdown_s": float(boot.get("shutdown_s", 1)),

@@ -1,20 +1,24 @@
 #!/usr/bin/python3 -IS
-"""The simulated provider's node health check: Slurm's HealthCheckProgram (standalone: stdlib only).
+"""The simulated provider's node health checks, run by the node's HealthCheckProgram (standalone: stdlib only).
 
-slurmd runs it inside the node's namespaces at start and every HealthCheckInterval. What it does follows the
-node's ``/sim/provider.json`` (profile ``provider.health_check``, see docs/sim.md):
+slurmd runs the node's program (``/sim/etc/slurm/healthcheck``, written by sim/slurmconf.py from the profile's
+``provider.health_check``) at start and every HealthCheckInterval, inside the node's namespaces; the program
+runs this with the checks it names, and either drains the node with each reason this prints (one a line) or,
+with ``--report``, lets this print them and exit 1. The checks (arguments):
 
-* ``drain``: an ``NVRM: Xid`` line in the node's kernel ring buffer (``/sim/kmsg``) whose code is one of
-  ``drain_xids`` drains the node with reason ``XID <code>`` (the last such line), and ``dcgmi health -c``
-  other than Healthy drains it with reason ``DCGM health``, each once the fault has been seen for
-  ``after_s`` seconds (the first sighting is kept in ``/sim/run/healthcheck-seen.json``, gone at reboot);
-* ``times_out``: its own check hangs past its ``timeout_s`` and it drains the node, healthy or not, with the
-  reason NHC's watchdog gives (``NHC: Script timed out while executing "check_nv_healthmon".``); with
-  ``from_s``, only once the node has been up that long (before, it checks like ``drain``);
-* ``exit_1``: it finds the faults, prints them and exits 1 without draining (Slurm ignores the exit status);
-* ``none``: nothing.
+* ``check_nv_xid``: an ``NVRM: Xid`` line in the node's kernel ring buffer (``/sim/kmsg``) whose code is one of
+  ``drain_xids`` (``/sim/provider.json``) fails with reason ``XID <code>`` (the last such line);
+* ``check_dcgmi``: ``dcgmi health -c`` other than Healthy fails with reason ``DCGM health``;
+* ``check_nv_gpu_count=N``: fewer than N GPUs in ``nvidia-smi -L`` fails with reason ``GPU count <k>, expected N``.
 
-Every run and every drain is appended to the node's ground truth, timed when scontrol is called.
+A failure is printed once it has been seen for ``after_s`` seconds (the first sighting is kept in
+``/sim/run/healthcheck-seen.json``, gone at reboot), unless the node is drained for it already. The node's mode
+``times_out``: the check hangs past its ``timeout_s`` and fails, healthy or not, with the reason NHC's watchdog
+gives (``NHC: Script timed out while executing "check_nv_healthmon".``); with ``from_s``, only once the node has
+been up that long (before, it checks as usual). ``--report`` (mode ``exit_1``) prints every failure as
+``ERROR:  nhc:  Health check failed:  <reason>`` and exits 1, which slurmd ignores.
+
+Every run, and every reason printed for a drain, is appended to the node's ground truth.
 """
 
 import json
@@ -50,27 +54,56 @@ def scontrol(cfg, *args):
     return subprocess.run(["/usr/bin/scontrol", *args], env=env, capture_output=True, text=True, timeout=20)
 
 
-def drain(cfg, node, reason):
+def drain(cfg, reason):
+    """Hand ``reason`` to the program, which drains the node with it at once."""
     record(cfg, "drained", by="healthcheck", reason=reason)
-    scontrol(cfg, "update", f"nodename={node}", "state=drain", f"reason={reason}")
+    sys.stdout.write(reason + "\n")
+    sys.stdout.flush()
 
 
-def faults(cfg):
-    """What the check sees: [(key, reason)] in the order it reports them."""
-    found = []
+def check_xid(cfg, _arg):
     try:
         with open(os.path.join(ROOT, "kmsg"), errors="replace") as fh:
             codes = [int(m.group(1)) for m in XID.finditer(fh.read())]
     except OSError:
         codes = []
     wanted = [c for c in codes if c in set(cfg.get("drain_xids") or [])]
-    if wanted:
-        found.append(("xid", f"XID {wanted[-1]}"))
+    return f"XID {wanted[-1]}" if wanted else None
+
+
+def check_dcgm(_cfg, _arg):
     dcgmi = os.path.join(ROOT, "bin", "dcgmi")
-    if os.access(dcgmi, os.X_OK):
-        out = subprocess.run([dcgmi, "health", "-g", "0", "-c"], capture_output=True, text=True).stdout
-        if not re.search(r"Overall Health *\| Healthy", out):
-            found.append(("dcgm", "DCGM health"))
+    if not os.access(dcgmi, os.X_OK):
+        return None
+    out = subprocess.run([dcgmi, "health", "-g", "0", "-c"], capture_output=True, text=True).stdout
+    return None if re.search(r"Overall Health *\| Healthy", out) else "DCGM health"
+
+
+def check_gpu_count(_cfg, arg):
+    expected = int(arg or 0)
+    try:
+        out = subprocess.run([os.path.join(ROOT, "bin", "nvidia-smi"), "-L"], capture_output=True, text=True).stdout
+    except OSError:
+        out = ""
+    found = sum(1 for line in out.splitlines() if line.startswith("GPU "))
+    return f"GPU count {found}, expected {expected}" if found < expected else None
+
+
+# argument word -> (key in healthcheck-seen.json, the check)
+CHECKS = {"check_nv_xid": ("xid", check_xid), "check_dcgmi": ("dcgm", check_dcgm),
+          "check_nv_gpu_count": ("gpu_count", check_gpu_count)}
+
+
+def faults(cfg, words):
+    """What the named checks see: [(key, reason)] in the order they are named."""
+    found = []
+    for word in words:
+        name, _, arg = word.partition("=")
+        if name in CHECKS:
+            key, run = CHECKS[name]
+            reason = run(cfg, arg)
+            if reason:
+                found.append((key, reason))
     return found
 
 
@@ -88,13 +121,13 @@ def main(argv):
             cfg = json.load(fh)
     except (OSError, ValueError):
         return 0
+    report = "--report" in argv
+    words = [a for a in argv if not a.startswith("--")]
     hc = cfg.get("health_check") or {}
     cfg.update(drain_xids=hc.get("drain_xids"))
     mode = hc.get("mode", "drain")
-    node = os.environ.get("SLURMD_NODENAME") or (argv[0] if argv else None) or socket.gethostname()
+    node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     cfg["node"] = cfg.get("node") or node
-    if mode == "none":
-        return 0
     if mode == "times_out" and uptime() < float(hc.get("from_s", 0)):
         mode = "drain"  # it starts hanging only later (under load, as such checks do)
     if mode == "times_out":
@@ -102,11 +135,11 @@ def main(argv):
         time.sleep(float(hc.get("timeout_s", 2)))
         current = scontrol(cfg, "show", "node", node).stdout
         if "Reason=" + NHC_TIMEOUT not in current:
-            drain(cfg, node, NHC_TIMEOUT)
-        return 1
-    found = faults(cfg)
+            drain(cfg, NHC_TIMEOUT)
+        return 0
+    found = faults(cfg, words)
     record(cfg, "healthcheck_run", mode=mode, found=[reason for _, reason in found])
-    if mode == "exit_1":
+    if report:
         for _, reason in found:
             sys.stdout.write(f"ERROR:  nhc:  Health check failed:  {reason}\n")
         return 1 if found else 0
@@ -130,11 +163,11 @@ def main(argv):
     current = scontrol(cfg, "show", "node", node).stdout
     drained = re.search(r"State=\S*DRAIN", current) is not None
     for key, reason in ready:
-        if key == "xid" and "Reason=" + reason + " " in current + " ":
+        if "Reason=" + reason + " " in current + " ":
             continue
-        if key == "dcgm" and drained:  # already out of service: DCGM's finding adds nothing
+        if key != "xid" and drained:  # already out of service: another finding adds nothing
             continue
-        drain(cfg, node, reason)
+        drain(cfg, reason)
         drained = True
     return 0
 
