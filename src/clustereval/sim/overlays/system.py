@@ -73,7 +73,7 @@ def settings_of(settings: dict[str, Any]) -> dict[str, Any]:
     return settings.get("system") or {}
 
 
-def validate(settings: dict[str, Any]) -> None:
+def validate_settings(settings: dict[str, Any]) -> None:
     """Refuse unknown keys and values of a (merged) ``system:`` section with a message naming the key."""
     where, value = "system", settings.get("system")
     if value is None:

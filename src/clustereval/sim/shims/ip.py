@@ -1,7 +1,7 @@
 """``ip link`` of a simulated node (stdlib only): the node's own interfaces, as iproute2 6.1 prints them.
 
 The nodes share the machine's network namespace (they talk over loopback addresses), so netlink would
-list the machine's interfaces. ``ip [-j] [-p] [-d] [-o] link [show|list] [[dev] NAME]`` is answered from
+list the machine's interfaces. ``ip [-j] [-p] [-d] [-o] [-br] link [show|list] [[dev] NAME]`` is answered from
 the node's ``/sys/class/net`` instead (the system overlay area: ``lo`` and the profile's interfaces), each
 with the attributes the kernel keeps there (``ifindex``, ``flags``, ``mtu``, ``operstate``, ``carrier``,
 ``address``, ``broadcast``, ``type``, ``tx_queue_len``, the ``device`` link for parentbus/parentdev).
@@ -14,9 +14,9 @@ import re
 import sys
 
 REAL = "/usr/sbin/ip"
-SYSFS = "/sys/class/net"
+SYSFS = os.path.join(os.environ.get("SIMNODE_SYSFS") or "/sys", "class", "net")  # SIMNODE_SYSFS: tests
 OPTIONS = {"-j": "json", "-json": "json", "-d": "details", "-details": "details", "-o": "oneline",
-           "-oneline": "oneline", "-p": "pretty", "-pretty": "pretty"}
+           "-oneline": "oneline", "-p": "pretty", "-pretty": "pretty", "-br": "brief", "-brief": "brief"}
 # iproute2's print order of the interface flags (ip/ipaddress.c print_link_flags), after NO-CARRIER
 FLAG_BITS = [("LOOPBACK", 0x8), ("BROADCAST", 0x2), ("POINTOPOINT", 0x10), ("MULTICAST", 0x1000),
              ("NOARP", 0x80), ("ALLMULTI", 0x200), ("PROMISC", 0x100), ("UP", 0x1)]
@@ -121,6 +121,11 @@ def main(argv):
         objects = [{**link, **details} if "details" in opts else link for link, details in rows]
         sys.stdout.write((json.dumps(objects, indent=4) if "pretty" in opts
                           else json.dumps(objects, separators=(",", ":"))) + "\n")
+        return 0
+    if "brief" in opts:  # ip/iplink.c print_linkinfo_brief: name, state, address, flags (padded columns)
+        for link, _details in rows:
+            sys.stdout.write(f"{link['ifname']:<16} {link['operstate']:<14} {link['address']} "
+                             f"<{','.join(link['flags'])}> \n")
         return 0
     for link, details in rows:
         lines = text(link, details, "details" in opts)
