@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from clustereval.parsers import register
-from clustereval.parsers._common import result, to_float, to_int
+from clustereval.parsers._common import indent_columns, result, to_float, to_int
 from clustereval.parsers.errors import ParseError
 
 _HCA = re.compile(r"^hca_id:\s*(\S+)\s*$")
@@ -75,11 +75,6 @@ class _Block:
         if self.flags:
             out["flags" if "flags" not in out else "flag_lines"] = list(self.flags)
         return out
-
-
-def _columns(raw: str) -> int:
-    expanded = raw.expandtabs(8)
-    return len(expanded) - len(expanded.lstrip())
 
 
 def _unique(fields: dict[str, Any], key: str) -> str:
@@ -236,9 +231,9 @@ def parse(text: str) -> dict[str, Any]:
             continue
         match = _KV.match(line)
         if match and not line.startswith("Unknown flags:"):
-            reader.field(match.group(1).strip(), match.group(2), _columns(raw))
+            reader.field(match.group(1).strip(), match.group(2), indent_columns(raw))
         else:
-            reader.loose_line(line, _columns(raw))
+            reader.loose_line(line, indent_columns(raw))
     hcas, warnings, failures = reader.hcas, reader.warnings, reader.failures
     if not hcas:
         reason = failures[0] if failures else "no 'hca_id:' line"

@@ -96,15 +96,15 @@ def _parse_vvv(text: str, warnings: list[str]) -> tuple[list[dict[str, Any]], bo
         if device is None:
             warnings.append(f"indented line before any device: {line[:160]}")
             continue
-        if line.startswith("Capabilities:"):
-            capability = line
-            continue
         # lspci indents a device's fields one tab and a capability's body two; a copy may have turned the tabs
         # into spaces of any width, so a line is the device's own when it is no deeper than the first one
         indent = indent_columns(raw)
         if indent and field_indent is None:
             field_indent = indent
         device_level = indent <= (field_indent or 0)
+        if line.startswith("Capabilities:"):
+            capability = line
+            continue
         key, _, value = line.partition(":")
         key, value = key.strip(), value.strip()
         if key in _SIMPLE_FIELDS and (capability is None or device_level):
