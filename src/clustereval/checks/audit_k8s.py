@@ -9,8 +9,9 @@ cannot see it either (:func:`k8s_check`); an API server that cannot be reached i
 The checks live by concern: :mod:`.audit_k8s_access` (RBAC, Helm, vCluster), :mod:`.audit_k8s_scheduling`
 (topology, gang and bin-packing schedulers, batch schedulers, the kubelet's CPU manager),
 :mod:`.audit_k8s_storage` (default class, shared-file-system provisioning), :mod:`.audit_k8s_network`
-(ingress, load balancers, RDMA to pods, multi-node NVLink) and :mod:`.audit_k8s_operators` (GPU,
-network and MPI operators, the monitoring stack).
+(ingress, load balancers, RDMA to pods, multi-node NVLink), :mod:`.audit_k8s_operators` (GPU,
+network and MPI operators, the monitoring stack) and :mod:`.audit_k8s_isolation` (tenant namespaces'
+NetworkPolicies).
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ def list_workloads(ctx: Context) -> list[dict[str, Any]]:
                       or any(p in img.rsplit(":", 1)[0] for p in pat.get("images", []) for img in images)]
         out.append({"kind": item["kind"], "namespace": item["namespace"], "name": item["name"],
                     "images": images, "desired": int(desired), "ready": int(ready), "env": env, "args": args,
-                    "host_paths": mounts, "components": components,
+                    "host_paths": mounts, "components": components, "pod_spec": pod,
                     "version": next((v for v in map(image_version, images) if v), None)
                     or item["labels"].get("app.kubernetes.io/version")})
     return out
@@ -198,6 +199,79 @@ def healthy(parts: list[dict[str, Any]]) -> bool:
 def describe(parts: list[dict[str, Any]]) -> str:
     return ", ".join(f"{w['kind'].lower()} {w['namespace']}/{w['name']} {w['ready']}/{w['desired']} ready"
                      for w in parts)
+
+
+# ---------------------------------------------------------------- selectors, taints and tolerations
+
+# Taints the node controllers set for a node's passing state (not ready, unreachable, cordoned, under pressure);
+# DaemonSet pods tolerate them by default, so they say nothing about a DaemonSet's configuration.
+NODE_STATE_TAINTS = "node.kubernetes.io/"
+
+
+def expressions_match(expressions: list[dict[str, Any]] | None, labels: dict[str, str]) -> bool:
+    """Label selector requirements (In, NotIn, Exists, DoesNotExist; Gt/Lt for node selectors), all of them."""
+    for expr in expressions or []:
+        key, op = expr.get("key"), expr.get("operator")
+        values, have = [str(v) for v in expr.get("values") or []], labels.get(str(key))
+        if op in ("Gt", "Lt"):
+            try:
+                if not (int(str(have)) > int(values[0]) if op == "Gt" else int(str(have)) < int(values[0])):
+                    return False
+            except (ValueError, IndexError):
+                return False
+        elif not {"In": have in values, "NotIn": have not in values, "Exists": key in labels,
+                  "DoesNotExist": key not in labels}.get(str(op), False):
+            return False
+    return True
+
+
+def selector_matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector: ``{}`` matches everything (None is no selector: nothing)."""
+    if selector is None:
+        return False
+    if any(labels.get(str(k)) != str(v) for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    return expressions_match(selector.get("matchExpressions"), labels)
+
+
+def taint_text(taint: dict[str, Any]) -> str:
+    value = f"={taint['value']}" if taint.get("value") else ""
+    return f"{taint.get('key')}{value}:{taint.get('effect')}"
+
+
+def tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
+    """core/v1 Toleration.ToleratesTaint."""
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    if toleration.get("key") and toleration["key"] != taint.get("key"):
+        return False
+    if toleration.get("operator") == "Exists":
+        return True
+    return toleration.get("operator") in (None, "", "Equal") and str(toleration.get("value") or "") == str(
+        taint.get("value") or "")
+
+
+def daemonset_misses(pod_spec: dict[str, Any], node: dict[str, Any]) -> str | None:
+    """Why a DaemonSet's pod template never places a pod on ``node`` (its nodeSelector or required node affinity
+    does not match, or it does not tolerate a NoSchedule/NoExecute taint the node was given); None when it does."""
+    labels = node.get("labels") or {}
+    selector = pod_spec.get("nodeSelector") or {}
+    if any(labels.get(str(k)) != str(v) for k, v in selector.items()):
+        return "has a nodeSelector (" + ", ".join(f"{k}={v}" for k, v in selector.items()) + ") the node does not match"
+    terms = ((((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
+              .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms"))
+    fields = {"metadata.name": str(node.get("name"))}
+    if terms and not any(expressions_match(t.get("matchExpressions"), labels)
+                         and expressions_match(t.get("matchFields"), fields) for t in terms):
+        return "has a required node affinity the node does not match"
+    tolerations = [t for t in pod_spec.get("tolerations") or [] if isinstance(t, dict)]
+    repelling = [t for t in (node.get("spec") or {}).get("taints") or [] if isinstance(t, dict)
+                 and t.get("effect") in ("NoSchedule", "NoExecute") and not str(t.get("key")).startswith(
+                     NODE_STATE_TAINTS) and not any(tolerates(tol, t) for tol in tolerations)]
+    if repelling:
+        return (f"does not tolerate taint{'s' if len(repelling) > 1 else ''} "
+                + ", ".join(taint_text(t) for t in repelling))
+    return None
 
 
 def k8s_check(check_id: str):

@@ -10,6 +10,7 @@ from clustereval.checks.audit_k8s import (
     GPU_RESOURCE,
     Forbidden,
     component_workloads,
+    daemonset_misses,
     describe,
     healthy,
     image_version,
@@ -180,14 +181,39 @@ def _dcgm_service_monitor(ctx: Context) -> bool | None:
     return any(f is True for f in flags) if flags else (False if policies else None)
 
 
+def _unplaced(parts: list[dict[str, Any]], gpu_nodes: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """GPU node -> why each DaemonSet of a component never places a pod there, for the GPU nodes none of its
+    DaemonSets reaches by its spec (nodeSelector, node affinity, tolerations of the node's taints)."""
+    daemonsets = [w for w in parts if w["kind"] == "DaemonSet"]
+    out = {}
+    for node in gpu_nodes:
+        reasons = [daemonset_misses(w["pod_spec"], node) for w in daemonsets]
+        if daemonsets and all(reasons):
+            out[node["name"]] = [f"DaemonSet {w['namespace']}/{w['name']} {r}" for w, r in zip(daemonsets, reasons,
+                                                                                                  strict=True)]
+    return out
+
+
+def _unplaced_text(component: str, unplaced: dict[str, list[str]], total: int) -> str:
+    groups: dict[str, list[str]] = {}
+    for node, reasons in unplaced.items():
+        groups.setdefault(" and ".join(reasons), []).append(node)
+    return (f"{component} never runs on {len(unplaced)} of {total} GPU node(s): "
+            + "; ".join(f"{why} ({', '.join(nodes)})" for why, nodes in groups.items()))
+
+
 @k8s_check("audit.k8s.monitoring_stack")
 def monitoring_stack(ctx: Context) -> Verdict:
     """GPU and node exporters on every GPU node and a Prometheus-compatible server scraping them.
 
     Graded: dcgm-exporter (standalone chart or the GPU Operator's ``nvidia-dcgm-exporter``) absent or
-    ready on no GPU node -> fail (cmax grades a missing dcgm-exporter F); ready on fewer pods than there
-    are GPU nodes -> warn with the numbers (a DaemonSet mid-rollout dips for a minute, a node selector
-    or an untolerated taint leaves nodes out for good); node-exporter absent or short -> warn; no
+    ready on no GPU node -> fail (cmax grades a missing dcgm-exporter F); a dcgm-exporter or node-exporter
+    DaemonSet whose spec keeps it off GPU nodes (a taint of theirs it does not tolerate, such as
+    ``nvidia.com/gpu=present:NoSchedule``, or a nodeSelector/affinity they do not match) -> fail naming the
+    DaemonSet, the taint and the nodes: those GPU nodes are unmonitored for good, and the DaemonSet controller
+    does not even count them as desired. Ready on fewer pods than there are GPU nodes for another reason -> warn
+    with the numbers (a DaemonSet mid-rollout dips for a minute); node-exporter absent or not ready -> warn
+    (a managed agent may replace it); no
     Prometheus (server, agent, operator-managed or a managed collector) or one not ready -> warn.
     Grafana, Alertmanager and kube-state-metrics are reported, never graded: many labs bring their own
     dashboards and alerting, or use a hosted Grafana.
@@ -211,9 +237,14 @@ def monitoring_stack(ctx: Context) -> Verdict:
         return Verdict("fail", f"no dcgm-exporter workload (DaemonSet or the GPU Operator's nvidia-dcgm-exporter) "
                                f"on a cluster with {total} GPU node(s): GPU throttling, ECC and NVLink errors go "
                                "unseen until a job fails", 0, evidence=evidence)
+    unplaced = {name: _unplaced(found[name], gpu_nodes) for name in ("dcgm-exporter", "node-exporter")}
+    evidence["unmonitored_gpu_nodes"] = {name.replace("-", "_"): nodes for name, nodes in unplaced.items()}
+    failures = [_unplaced_text(name, nodes, total) for name, nodes in unplaced.items() if nodes]
     if not covered:
-        return Verdict("fail", f"dcgm-exporter is deployed but ready on none of the {total} GPU node(s): "
-                               f"{describe(dcgm)}", 0, evidence=evidence)
+        failures.insert(0, f"dcgm-exporter is deployed but ready on none of the {total} GPU node(s): {describe(dcgm)}")
+    if failures:
+        return Verdict("fail", ("GPU nodes unmonitored: " if any(unplaced.values()) else "") + "; ".join(failures),
+                       covered, evidence=evidence)
     warnings = []
     if covered < total:
         desired = sum(w["desired"] for w in dcgm)
