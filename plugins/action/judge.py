@@ -42,8 +42,19 @@ options:
     type: list
     elements: str
   select:
-    description: Instead of C(checks), every catalogue check of C(phase) and C(scope) (node or cluster).
+    description:
+      - Instead of C(checks), every catalogue check of C(phase) and C(scope) (node or cluster).
+      - Node checks marked C(judged_with_fleet) in the catalogue (they compare the node with its siblings) are
+        judged only by a task whose C(select) has C(with_fleet=true) and C(siblings); the others' probes are
+        still collected with the rest.
     type: dict
+  siblings:
+    description:
+      - For node checks judged with the fleet, the hosts whose C(clustereval_facts) (from the task that
+        collected and judged every node) the node is compared with. The probes the checks read are the ones
+        kept earlier in this run for the node, read back from the run directory; nothing runs on the node.
+    type: list
+    elements: str
   probes:
     description: The C(probes) returned by C(clustereval.gpu.collect) for this host.
     type: dict
@@ -112,6 +123,11 @@ class ActionModule(ActionBase):
                                   list(task_vars.get("ansible_skip_tags") or []))
         refused = {c: why for c in chosen if (why := checks.not_permitted(c, options, subject))}
         runnable = [c for c in chosen if c not in refused]
+        # A selection judges either the node checks that compare the node with its siblings (with_fleet) or
+        # the others; the probes collected are still every selected check's.
+        with_fleet = bool((args.get("select") or {}).get("with_fleet"))
+        judged = [c for c in chosen if not args.get("select")
+                  or bool(catalogue.entry(c).get("judged_with_fleet")) == with_fleet]
         probes = dict(args.get("probes") or {})
         if args.get("collect") is not None:
             select = args.get("select") or {}
@@ -127,8 +143,17 @@ class ActionModule(ActionBase):
                 return collected
             probes = collected.get("probes") or {}
             options["collect_duration_s"] = collected.get("duration_s")
-        probes = rundir.keep_probe_outputs(run_dir, subject, probes)
+        siblings = args.get("siblings")
+        if siblings is not None and fleet_hosts is None:
+            # Judged once every node was collected: read back what this node kept, compare with the others' facts.
+            wanted_probes = sorted({p for c in judged if c in runnable for p in catalogue.entry(c).get("probes") or []})
+            probes = rundir.kept_probes(run_dir, subject, wanted_probes) if wanted_probes else {}
+        else:
+            probes = rundir.keep_probe_outputs(run_dir, subject, probes)
         fleet, per_host = {}, {}
+        if siblings is not None and fleet_hosts is None:
+            hostvars = task_vars.get("hostvars", {})
+            fleet = {h: hostvars[h].get("clustereval_facts") for h in siblings if h in hostvars and h != subject}
         if fleet_hosts is not None:
             # Each hostvars lookup templates all of that host's variables: once per host.
             hostvars = task_vars.get("hostvars", {})
@@ -140,7 +165,7 @@ class ActionModule(ActionBase):
             options["harness"] = checks.detect_harness(options.get("harness"), probes)
         parse_cache: dict[str, Any] = {}
         new_facts = {}
-        if fleet_hosts is None and set(probes) & checks.fact_probes():
+        if fleet_hosts is None and siblings is None and set(probes) & checks.fact_probes():
             merged = {**(task_vars.get("clustereval_facts") or {}),
                       **checks.host_facts(checks.Context(subject=subject, probes=probes, parse_cache=parse_cache)),
                       "harness": options["harness"]}
@@ -154,7 +179,7 @@ class ActionModule(ActionBase):
         if fleet_hosts is not None and args.get("load_probes"):
             host_probes = {h: rundir.kept_probes(run_dir, h, list(args["load_probes"])) for h in fleet_hosts}
         items = []
-        for check_id in [] if collect_only else chosen:
+        for check_id in [] if collect_only else judged:
             if check_id in refused and not collect_only:
                 verdict = checks.Verdict("skip", refused[check_id], evidence={"not_permitted": True})
                 items.append(checks.make_result(check_id, subject, verdict, run_id=run_id, artifacts=[],

@@ -158,7 +158,10 @@ def test_flawed_profile_findings(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
     keyed = by_key(results(run_dir))
     assert keyed[("audit.gpu.inventory", "node1")]["status"] == "pass"
-    assert keyed[("audit.gpu.inventory", "node2")]["value"] == 7
+    inventory = keyed[("audit.gpu.inventory", "node2")]
+    # Slurm declares 8, its siblings show 8 and baseboard slot 5 is empty: not a pass ("7 × H100").
+    assert inventory["value"] == 7 and inventory["status"] == "fail" and "Slurm declares" in inventory["summary"]
+    assert inventory["evidence"]["siblings_gpus"]["majority"] == 8
     gres = keyed[("audit.slurm.gres", "node2")]
     assert gres["status"] == "fail" and "8" in gres["summary"] and "7" in gres["summary"]
     state = keyed[("audit.slurm.node_state", "node3")]

@@ -85,6 +85,22 @@ class TestGpuInventory:
         result = run("audit.gpu.inventory", probes)
         assert result["status"] == "fail" and "slot(s) 6" in result["summary"]
 
+    def test_fail_when_fewer_gpus_than_its_siblings(self):
+        # PCIe cards (no baseboard slots) and Slurm reconfigured for 7: only the siblings show what is missing.
+        probes = {**gpu_probe(q_x([H100] * 7)), **slurm_probe(scontrol_node(gres="gpu:h100:7"))}
+        siblings = {"n2": {"gpu_count": 8}, "n3": {"gpu_count": 8}, "n4": {"gpu_count": 8}}
+        result = run("audit.gpu.inventory", probes, fleet=siblings)
+        assert result["status"] == "fail" and "its siblings have (n2, n3, n4); Slurm declares 7" in result["summary"]
+        assert result["expected"]["min"] == 8 and result["evidence"]["siblings_gpus"]["majority"] == 8
+
+    def test_one_sibling_is_not_a_fleet(self):
+        result = run("audit.gpu.inventory", gpu_probe(q_x([H100] * 7)), fleet={"n2": {"gpu_count": 8}})
+        assert result["status"] == "pass"
+
+    def test_a_node_like_its_siblings_passes(self):
+        siblings = {"n2": {"gpu_count": 8}, "n3": {"gpu_count": 8}, "n1": {"gpu_count": 8}}
+        assert run("audit.gpu.inventory", gpu_probe(q_x([H100] * 8)), fleet=siblings)["status"] == "pass"
+
     def test_pcie_cards_reporting_one_module_id_prove_nothing(self):
         result = run("audit.gpu.inventory", gpu_probe(q_x([H100] * 4, module_ids=[1, 1, 1, 1])))
         assert result["status"] == "pass"

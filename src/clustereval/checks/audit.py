@@ -59,6 +59,17 @@ def _empty_baseboard_slots(gpus: list[dict[str, Any]]) -> list[int]:
     return sorted(set(range(1, max(ids) + 1)) - set(ids))
 
 
+def _siblings_gpus(ctx: Context) -> tuple[int | None, list[str]]:
+    """The GPU count most of this node's siblings show (from their facts) and which siblings show it; None
+    with fewer than two siblings to go by (a one-node run, a --limit, siblings whose GPUs were unreadable)."""
+    counts = {host: known["gpu_count"] for host, known in ctx.fleet.items()
+              if host != ctx.subject and known and isinstance(known.get("gpu_count"), int) and known["gpu_count"]}
+    if len(counts) < 2:
+        return None, []
+    majority, _ = Counter(counts.values()).most_common(1)[0]
+    return majority, sorted(h for h, n in counts.items() if n == majority)
+
+
 @check("audit.gpu.inventory")
 def gpu_inventory(ctx: Context) -> Verdict:
     data = _gpus(ctx)
@@ -77,13 +88,21 @@ def gpu_inventory(ctx: Context) -> Verdict:
         "module_ids": [gpu.get("module_id") for gpu in gpus],
         "slurm_declared_gpus": declared,
     }
-    # What the node should show: the configured count, else what the scheduler hands out for it.
+    siblings, like_it = _siblings_gpus(ctx)
+    evidence["siblings_gpus"] = {"majority": siblings, "hosts": like_it} if siblings else None
+    # What the node should show: the configured count; else the most of what the scheduler hands out for it
+    # and what its siblings show.
     if configured:
         expected_block: dict[str, Any] | None = {"equals": configured, "source": "clustereval_expected_gpus_per_node"}
         wanted, said_by = configured, "are expected"
-    elif declared:
+    elif declared and declared >= (siblings or 0):
         expected_block = {"min": declared, "source": "Slurm GRES of the node (scontrol show node)"}
         wanted, said_by = declared, "Slurm declares for the node"
+    elif siblings:
+        expected_block = {"min": siblings, "source": f"what most of its siblings show ({', '.join(like_it)})"}
+        wanted = siblings
+        said_by = (f"its siblings have ({', '.join(like_it[:4])}{' …' if len(like_it) > 4 else ''})"
+                   + (f"; Slurm declares {declared}" if declared else ""))
     else:
         expected_block, wanted, said_by = None, 0, ""
     describe = ", ".join(f"{n} × {model}" for model, n in models.items())

@@ -8,7 +8,9 @@ results callback writes, never selected for judging), ``value`` (the one type th
 ``number``, ``text``, ``list``, ``mapping`` or ``flag``; checked on every verdict), ``params`` (the
 parameters that tell the variants of one parameterised check apart, with what each means), ``runs``
 (for checks measured by a benchmark or a session: ``parallel``, ``exclusive`` — alone on the node — or
-``cluster`` — once per cluster), ``series`` (what its series files hold).
+``cluster`` — once per cluster), ``series`` (what its series files hold), ``judged_with_fleet`` (a node check
+that also compares the node with its siblings: judged once every node's facts are known, from the probes the
+node kept).
 """
 
 from __future__ import annotations
