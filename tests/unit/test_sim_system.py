@@ -59,7 +59,8 @@ def test_storage_nic_without_carrier_and_its_roce_port_polling():
     assert _text(tree, f"{port}/link_layer") == "Ethernet\n"
     assert _text(tree, "/sys/class/infiniband/mlx5_8/fw_ver") == versions.DEFAULT_FW + "\n"
     healthy = _tree("reference", "node1")
-    assert _text(healthy, f"{net}/operstate") == "up\n" and _text(healthy, f"{net}/speed") == "400000\n"
+    assert _text(healthy, f"{net}/operstate") == "up\n" and _text(healthy, f"{net}/speed") == "200000\n"
+    assert "/sys/class/infiniband/mlx5_8/fw_ver" not in healthy.files  # an Ethernet NIC without RDMA: no port
     assert _text(healthy, "/sys/class/net/ibp26s0/type") == "32\n"  # the rails' IPoIB netdevs
     prof = load_profile("reference")
     assert system.links(node_settings(prof, "node1"), render_node(prof, "node1"))[f"{net}/device"] == \
