@@ -15,42 +15,25 @@ The inputs are derived from the shared corpus at test time; no capture is copied
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable
 
 import pytest
 
 from clustereval import parsers
-from clustereval.parsers import parse
+from clustereval.parsers import _mutate, parse
 from tests.conftest import CORPUS, corpus_files, read_corpus
 
-
-def _lines(text: str, change: Callable[[str], str]) -> str:
-    return "\n".join(change(line) for line in text.split("\n"))
-
-
-def _leading_columns(line: str) -> int:
-    expanded = line.expandtabs(8)
-    return len(expanded) - len(expanded.lstrip(" "))
-
-
-def _before_cr(line: str, blanks: str) -> str:
-    """``line`` with ``blanks`` added at its end (before the CR of a CRLF capture, where an editor puts them)."""
-    if not line.strip():
-        return line
-    return f"{line[:-1]}{blanks}\r" if line.endswith("\r") else line + blanks
-
-
-WHITESPACE = {
-    "tabs-expanded-8": lambda text: _lines(text, lambda ln: ln.expandtabs(8)),
-    "tabs-expanded-4": lambda text: _lines(text, lambda ln: ln.expandtabs(4)),
-    "spaces-unexpanded": lambda text: _lines(
-        text, lambda ln: re.sub(r"^(?: {8})+", lambda m: "\t" * (len(m.group(0)) // 8), ln)),
-    "crlf": lambda text: _lines(text, lambda ln: ln if ln.endswith("\r") else ln + "\r"),
-    "trailing-blanks": lambda text: _lines(text, lambda ln: _before_cr(ln, " \t ")),
-    "indent-doubled": lambda text: _lines(
-        text, lambda ln: " " * (2 * _leading_columns(ln)) + ln.expandtabs(8).lstrip(" ")),
-    "code-block": lambda text: _lines(text, lambda ln: "    " + ln if ln.strip() else ln),
+# Copies' whitespace changes (clustereval.parsers._mutate), on bytes as a probe or a file gives them.
+WHITESPACE: dict[str, Callable[[bytes], bytes]] = {
+    "tabs-expanded-8": lambda data: _mutate.tabs_expanded(data, 8),
+    "tabs-expanded-4": lambda data: _mutate.tabs_expanded(data, 4),
+    "spaces-unexpanded": _mutate.spaces_unexpanded,
+    "crlf": lambda data: _mutate.crlf(data, random.Random(0)),
+    "trailing-blanks": _mutate.blanks_appended,
+    "indent-doubled": _mutate.indentation_doubled,
+    "code-block": _mutate.indented_as_block,
 }
 # Captures whose only damage is a first line indented unlike the rest: once the tabs are spaces that
 # evidence is gone, so only the facts (not complete/failures/warnings) must stay the same.
@@ -59,7 +42,7 @@ _INDENT_EVIDENCE = {"connectx6-hdr100-rst-codeblock-first-line-indented-GARBLED.
 _JUDGEMENT = ("complete", "failures", "warnings")
 
 
-def _outcome(tool: str, text: str) -> dict | str:
+def _outcome(tool: str, text: str | bytes) -> dict | str:
     try:
         return parse(tool, text)
     except parsers.ParseError as exc:
@@ -75,8 +58,8 @@ def _tools_with_corpus() -> list[str]:
 def test_whitespace_normalised_capture_reads_the_same(tool, transform):
     changed = []
     for path in corpus_files(tool):
-        text = read_corpus(tool, path.name)
-        before, after = _outcome(tool, text), _outcome(tool, WHITESPACE[transform](text))
+        data = path.read_bytes()
+        before, after = _outcome(tool, data), _outcome(tool, WHITESPACE[transform](data))
         if path.name in _INDENT_EVIDENCE and isinstance(before, dict) and isinstance(after, dict):
             before = {k: v for k, v in before.items() if k not in _JUDGEMENT}
             after = {k: v for k, v in after.items() if k not in _JUDGEMENT}
@@ -230,8 +213,8 @@ def test_ibv_devinfo_verbose_connectx6_with_tag_matching_parses():
 
 @pytest.mark.parametrize("transform", sorted(WHITESPACE))
 def test_ibv_devinfo_verbose_reads_the_same_whitespace_normalised(transform):
-    text = _cx6_verbose()
-    assert parse("ibv_devinfo", WHITESPACE[transform](text)) == parse("ibv_devinfo", text)
+    data = _cx6_verbose().encode()
+    assert parse("ibv_devinfo", WHITESPACE[transform](data)) == parse("ibv_devinfo", data)
 
 
 def test_ibv_devinfo_tm_caps_under_a_header_of_its_own():
