@@ -250,6 +250,12 @@ class TestGpudirectRdma:
 
 
 class TestPcieAcs:
+    def test_skip_when_lspci_is_not_installed(self):
+        missing = probe("gpustack_lspci", "sh: 1: lspci: not found\n", rc=127, missing=True)
+        result = run("audit.gpustack.pcie_acs", {**probes(), **missing})
+        assert result["status"] == "skip" and "lspci is not installed" in result["summary"]
+        assert run("audit.gpustack.driver", {**probes(), **missing})["status"] == "pass"
+
     def test_pass_when_redirect_off(self):
         result = run("audit.gpustack.pcie_acs", probes())
         assert result["status"] == "pass" and result["value"] == 0
