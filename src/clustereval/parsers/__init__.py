@@ -64,7 +64,8 @@ def parse(tool: str, text: str | bytes | None) -> dict[str, Any]:
     """Parse ``text`` printed by ``tool``.
 
     The text is normalised first (decoding, CRLF, ANSI codes, ``srun -l`` / ``mpirun --tag-output``
-    prefixes). Raises :class:`ParseError` when the output cannot be understood; never anything else.
+    prefixes, trailing blanks, an indentation every line shares). Raises :class:`ParseError` when the output
+    cannot be understood; never anything else.
     """
     fn = get(tool)
     cleaned = clean(text)
