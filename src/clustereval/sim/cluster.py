@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from clustereval.sim import netfaults, overlays, pcisysfs, sharedfs, slurmconf
+from clustereval.sim.overlays import accounts as accounts_overlay
 from clustereval.sim.overlays import k8s as k8s_overlay
 from clustereval.sim.overlays import software_tools
 from clustereval.sim.overlays import system as system_overlay
@@ -478,6 +479,48 @@ def _write_group_vars(directory: Path, rack_of: dict[str, str]) -> None:
     (folder / "gpu_nodes.yml").write_text("---\n" + "".join(f"{k}: {json.dumps(v)}\n" for k, v in values.items()))
 
 
+def login_user(nodes: list[dict[str, Any]]) -> str:
+    """The user the inventory logs in as: the profile's evaluation account (overlays/accounts.py), else root."""
+    account = accounts_overlay.evaluator(nodes[0]["settings"]) if nodes else None
+    return account["user"] if account else "root"
+
+
+def _hand_home_to_evaluator(directory: Path, node: dict[str, Any]) -> None:
+    """Give the evaluation account its home directory in the node's overlay, let it reach munge's socket
+    (srun as that user) and read the cluster's authorized_keys (sshd reads it as the user logging in); the
+    keys, the socket itself and every other file stay root's."""
+    owner = accounts_overlay.home_owner(node["settings"])
+    if owner is None:
+        return
+    home, uid = owner
+    gid = next((int(line.split(":")[3]) for line in Path("/etc/passwd").read_text().splitlines()
+                if line.split(":")[2:3] == [str(uid)]), uid)
+    top = _paths(directory)["nodes"] / node["name"] / "overlay" / home.lstrip("/")
+    top.mkdir(parents=True, exist_ok=True)
+    for path in [top, *top.rglob("*")]:
+        os.lchown(path, uid, gid)
+    _paths(directory)["munge"].chmod(0o711)
+    (_paths(directory)["ssh"] / "authorized_keys").chmod(0o644)
+
+
+def _host_account(nodes: list[dict[str, Any]]) -> str | None:
+    """The evaluation account on the host too, where slurmctld (which runs there) resolves the users it
+    signs job credentials for; returns its name when this cluster created it (``down`` removes it then).
+    Its password is ``*``: no password, but not locked (sshd refuses logins to a locked account)."""
+    account = accounts_overlay.evaluator(nodes[0]["settings"]) if nodes else None
+    if account is None or subprocess.run(["getent", "passwd", account["user"]], capture_output=True).returncode == 0:
+        return None
+    _run(["useradd", "-M", "-U", "-u", str(account["uid"]), "-d", account["home"], "-s", "/bin/bash", "-p", "*",
+          "-c", "clustereval evaluation account", account["user"]])
+    return account["user"]
+
+
+def _remove_host_account(state: dict[str, Any]) -> None:
+    user = state.pop("host_account", None)
+    if user:
+        subprocess.run(["userdel", user], capture_output=True)
+
+
 def _inventory(directory: Path, nodes: list[dict[str, Any]]) -> str:
     key = _paths(directory)["ssh"] / "id_ed25519"
     lines = ["[gpu_nodes]"]
@@ -485,7 +528,7 @@ def _inventory(directory: Path, nodes: list[dict[str, Any]]) -> str:
     lines += [
         "",
         "[gpu_nodes:vars]",
-        "ansible_user=root",
+        f"ansible_user={login_user(nodes)}",
         f"ansible_ssh_private_key_file={key}",
         "ansible_python_interpreter=/usr/bin/python3",
         "ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
@@ -733,6 +776,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
         "processes": {},
         "namespaces": {},
     }
+    state["host_account"] = _host_account(node_list)
     _write_state(directory, state)
 
     # ssh identity: one client key (the inventory's) and one host key for the whole cluster
@@ -765,6 +809,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     for node in node_list:
         (p["nodes"] / node["name"]).mkdir(parents=True, exist_ok=True)
         _prepare_node_root(directory, node)
+        _hand_home_to_evaluator(directory, node)
     _write_slurm_programs(directory, node_list)
     p["inventory"].write_text(_inventory(directory, node_list))
     _write_group_vars(directory, _rack_of(node_list))
@@ -1138,6 +1183,7 @@ def down(directory: str | Path) -> dict[str, Any]:
         (
             Path("/tmp/clustereval-sim-blocks") / hashlib.sha256(str(directory).encode()).hexdigest()[:16]
         ).unlink()
+    _remove_host_account(state)
     state["processes"] = {}
     state["namespaces"] = {}
     state["stopped_at"] = time.time()

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clustereval.sim.overlays._files import append_lines, shim_module, shim_text
+from clustereval.sim.overlays.accounts import evaluator
 
 DOCKER_KEYS = {"version", "containerd", "runc", "nvidia_runtime"}
 RUNC_KEYS = {"version", "path"}
@@ -91,7 +92,9 @@ def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
                   "runc": [docker["runc"], commit], "runtimes": runtimes}
         tree.file(f"/usr/bin/{program}", shim_text("docker.py", INSTALLED=config), 0o755)
     tree.file("/usr/bin/runc", shim_text("runc.py", INSTALLED=docker["runc"]), 0o755)
-    append_lines(tree, "/etc/group", [f"docker:x:{DOCKER_GROUP_GID}:"])
+    account = evaluator(settings)
+    members = account["user"] if account and "docker" in account["groups"] else ""
+    append_lines(tree, "/etc/group", [f"docker:x:{DOCKER_GROUP_GID}:{members}"])
     if Path(STATUS).is_file():
         engine = f"5:{docker['version']}-1~debian.12~bookworm"
         append_lines(tree, STATUS, ["", _stanza("docker-ce", engine, "Docker: the open-source application "
