@@ -37,6 +37,23 @@ def gpus(present: bool = True) -> dict:
                  parser="nvidia-smi-q-x")
 
 
+# The simulated provider's HealthCheckProgram as sim/slurmconf.py writes it: drain on failure, or report and exit 1.
+SIM_DRAIN = ("#!/bin/sh\nexport SLURM_CONF=/etc/slurm/slurm.conf\nnode=${SLURMD_NODENAME:-$(hostname -s)}\n"
+             "failed=$(/usr/bin/python3 -IS /opt/hc.py check_nv_xid check_dcgmi) || exit 1\n"
+             "[ -n \"$failed\" ] || exit 0\nprintf '%s\\n' \"$failed\" | while IFS= read -r reason; do\n"
+             "  scontrol update nodename=\"$node\" state=drain reason=\"$reason\"\ndone\n")
+SIM_EXIT_1 = "#!/bin/sh\nexec /usr/bin/python3 -IS /opt/hc.py --report check_nv_xid check_dcgmi\n"
+SIM_NOTHING = "#!/bin/sh\n# Node health check (Slurm HealthCheckProgram)\nexit 0\n"
+
+
+def timing(seconds: float = 0.4, rc: int = 0, errors: tuple[str, ...] = (), skipped: str | None = None) -> dict:
+    """health_prolog_timing: the timed empty job step."""
+    if skipped:
+        return probe("health_prolog_timing", f"skipped={skipped}\n", parser="probe-key-equals-value")
+    text = f"rc={rc}\nstart=1000.10\nend={1000.10 + seconds:.2f}\n" + "".join(f"err={e}\n" for e in errors)
+    return probe("health_prolog_timing", text, parser="probe-key-equals-value")
+
+
 class TestDcgm:
     def test_pass_when_the_health_check_calls_dcgmi(self):
         progs = programs(("HealthCheckProgram", "/usr/sbin/nhc", NHC_DRAIN, True),
@@ -99,6 +116,42 @@ class TestHealthCheckProgram:
         failed = probe("health_slurm_programs", "## scontrol rc=1\n")
         assert run("audit.health.healthcheck_program", {**config(), **failed})["status"] == "skip"
 
+    def test_the_sim_providers_draining_program_passes(self):
+        progs = programs(("HealthCheckProgram", "/sim/etc/slurm/healthcheck", SIM_DRAIN, True))
+        result = run("audit.health.healthcheck_program",
+                     {**config(HealthCheckProgram="/sim/etc/slurm/healthcheck", HealthCheckNodeState="ANY"), **progs})
+        assert result["status"] == "pass", result["summary"]
+        assert "check_dcgmi" in result["summary"] and result["evidence"]["drains"] is True
+
+    def test_warn_when_failures_go_nowhere(self):
+        # prints "ERROR:  nhc:  Health check failed" and exits 1: slurmd ignores it, nothing drains the node
+        progs = programs(("HealthCheckProgram", "/sim/etc/slurm/healthcheck", SIM_EXIT_1, True))
+        result = run("audit.health.healthcheck_program", {**config(HealthCheckProgram="/sim/etc/slurm/healthcheck"),
+                                                          **progs})
+        assert result["status"] == "warn" and "never drains the node" in result["summary"]
+        assert "checks no GPU" not in result["summary"]
+
+    def test_warn_when_it_checks_nothing(self):
+        progs = programs(("HealthCheckProgram", "/sim/etc/slurm/healthcheck", SIM_NOTHING, True))
+        result = run("audit.health.healthcheck_program", {**config(HealthCheckProgram="/sim/etc/slurm/healthcheck"),
+                                                          **gpus(), **progs})
+        assert result["status"] == "warn" and "checks no GPU" in result["summary"]
+
+    def test_warn_when_it_skips_busy_nodes(self):
+        progs = programs(("HealthCheckProgram", "/sim/etc/slurm/healthcheck", SIM_DRAIN, True))
+        result = run("audit.health.healthcheck_program",
+                     {**config(HealthCheckProgram="/sim/etc/slurm/healthcheck", HealthCheckNodeState="IDLE"), **progs})
+        assert result["status"] == "warn" and "HealthCheckNodeState=IDLE skips nodes that have jobs" in result[
+            "summary"]
+        cycle = run("audit.health.healthcheck_program", {**config(HealthCheckProgram="/sim/etc/slurm/healthcheck",
+                                                                  HealthCheckNodeState="ALLOC,MIXED,CYCLE"), **progs})
+        assert cycle["status"] == "pass", cycle["summary"]
+
+    def test_nhc_without_a_readable_config_is_not_judged_on_its_gpu_checks(self):
+        progs = programs(("HealthCheckProgram", "/usr/sbin/nhc", "#!/bin/bash\n# NHC\n", True))
+        result = run("audit.health.healthcheck_program", {**config(), **gpus(), **progs})
+        assert result["status"] == "pass" and "runs NHC" in result["summary"]
+
     def test_error_when_the_program_was_not_reported(self):
         assert run("audit.health.healthcheck_program", {**config(), **programs()})["status"] == "error"
 
@@ -119,6 +172,40 @@ class TestProlog:
         result = run("audit.health.prolog", {**config(Prolog="/etc/slurm/prolog.sh"), **progs})
         assert result["status"] == "warn"
         assert "dcgmi diag -r 3" in result["summary"] and "sleeps 120 s" in result["summary"]
+
+    def test_fail_when_the_prolog_outlives_prolog_epilog_timeout(self):
+        text = "#!/bin/sh\nsleep 12  # the site's setup takes this long\nexit 0\n"
+        progs = programs(("Prolog", "/sim/etc/slurm/prolog", text, True))
+        failed = timing(10.2, rc=1, errors=("srun: error: Task launch for StepId=3.0 failed on node node2: Job "
+                                            "prolog failed", "srun: error: Application launch failed: Job prolog "
+                                            "failed"))
+        result = run("audit.health.prolog", {**config(Prolog="/sim/etc/slurm/prolog", PrologEpilogTimeout="10"),
+                                             **progs, **failed})
+        assert result["status"] == "fail", result["summary"]
+        assert "failed after 10.2 s" in result["summary"] and '"Prolog error"' in result["summary"]
+        assert "past PrologEpilogTimeout=10 s" in result["summary"]
+
+    def test_fail_when_the_epilog_outlives_prolog_epilog_timeout(self):
+        progs = programs(("Epilog", "/etc/slurm/epilog", "#!/bin/sh\nsleep 30\n", True))
+        result = run("audit.health.prolog", {**config(Epilog="/etc/slurm/epilog", PrologEpilogTimeout="20"),
+                                             **progs, **timing()})
+        assert result["status"] == "fail" and '"Epilog error"' in result["summary"]
+
+    def test_unset_prolog_epilog_timeout_waits_for_ever(self):
+        # 22.05 prints 65534 when PrologEpilogTimeout is unset: a long prolog only delays jobs
+        progs = programs(("Prolog", "/etc/slurm/prolog.sh", "#!/bin/sh\nsleep 40\n", True))
+        result = run("audit.health.prolog", {**config(Prolog="/etc/slurm/prolog.sh", PrologEpilogTimeout="65534"),
+                                             **progs, **timing(40.3)})
+        assert result["status"] == "warn", result["summary"]
+        assert "an empty job step here took 40.3 s" in result["summary"] and result["value"] == 40.3
+
+    def test_pass_reports_the_measured_time(self):
+        progs = programs(("Prolog", "/etc/slurm/prolog.sh", "#!/bin/sh\nexit 0\n", True))
+        result = run("audit.health.prolog", {**config(Prolog="/etc/slurm/prolog.sh"), **progs, **timing(0.4)})
+        assert result["status"] == "pass" and "took 0.4 s" in result["summary"]
+        skipped = run("audit.health.prolog", {**config(Prolog="/etc/slurm/prolog.sh"), **progs,
+                                              **timing(skipped="actions are switched off")})
+        assert skipped["status"] == "pass" and "not timed (actions are switched off)" in skipped["summary"]
 
     def test_fail_when_the_prolog_is_missing(self):
         progs = programs(("Prolog", "/etc/slurm/prolog.sh", None, False))
@@ -144,6 +231,14 @@ class TestAutoRemediation:
             "status"] == "pass"
         result = run("audit.health.auto_remediation", config(ReturnToService="0", RebootProgram="/sbin/reboot"))
         assert result["status"] == "warn" and "RebootProgram" in result["summary"]
+
+    def test_warn_when_rebooted_nodes_return_unchecked(self):
+        result = run("audit.health.auto_remediation", config(ReturnToService="2", HealthCheckProgram="(null)"))
+        assert result["status"] == "warn" and "back in service unchecked" in result["summary"]
+
+    def test_return_to_service_1_explains_what_returns(self):
+        result = run("audit.health.auto_remediation", config(ReturnToService="1"))
+        assert result["status"] == "pass" and "set DOWN for not responding" in result["summary"]
 
     def test_fail_when_nothing_returns_nodes(self):
         assert run("audit.health.auto_remediation", config(ReturnToService="0"))["status"] == "fail"

@@ -45,12 +45,26 @@ def commands(**rcs: int) -> dict:
     return probe("scheduler_commands", "\n".join(out) + "\n", cmd="run sinfo ...")
 
 
-def node(cpus: int = 2, mem: int = 23000, name: str = "node1") -> dict:
+def node(cpus: int = 2, mem: int = 23000, name: str = "node1", gres: str = "(null)") -> dict:
     text = (f"NodeName={name} Arch=x86_64 CoresPerSocket=1\n   CPUAlloc=0 CPUEfctv={cpus} CPUTot={cpus} "
-            f"CPULoad=0.01\n   NodeAddr=10.0.0.11 NodeHostName={name} Version=22.05.8\n"
+            f"CPULoad=0.01\n   AvailableFeatures=(null)\n   Gres={gres}\n"
+            f"   NodeAddr=10.0.0.11 NodeHostName={name} Version=22.05.8\n"
             f"   RealMemory={mem} AllocMem=0 FreeMem=20000 Sockets=1 Boards=1\n   State=IDLE ThreadsPerCore=1\n"
             f"   Partitions=gpu\n")
     return probe("slurm_node", text, parser="slurm", cmd="scontrol show node node1")
+
+
+def partitions(job_defaults: str = "(null)", name: str = "gpu", **fields: str) -> dict:
+    """`scontrol show partition` in Slurm 22.05's layout (captured from the simulated cluster's slurmctld)."""
+    mem = fields.get("memory", "DefMemPerNode=UNLIMITED")
+    text = (f"PartitionName={name}\n   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL\n   AllocNodes=ALL Default=YES "
+            "QoS=N/A\n   DefaultTime=NONE DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO\n"
+            "   MaxNodes=UNLIMITED MaxTime=UNLIMITED MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED\n   Nodes=node[1-2]\n"
+            "   PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO\n"
+            "   OverTimeLimit=NONE PreemptMode=OFF\n   State=UP TotalCPUs=4 TotalNodes=2 SelectTypeParameters=NONE\n"
+            f"   JobDefaults={job_defaults}\n   {mem} MaxMemPerNode=UNLIMITED\n"
+            "   TRES=cpu=4,mem=45798M,node=2,billing=4\n\n")
+    return probe("scheduler_partitions", text, parser="slurm", cmd="scontrol show partition")
 
 
 def findmnt(target: str, fstype: str, source: str) -> str:
@@ -130,23 +144,54 @@ class TestAccounting:
 
 class TestResourceLimits:
     def test_pass_when_slurm_matches_the_hardware(self):
-        result = run("audit.scheduler.resource_limits", {**config(), **node(2, 23000), **hardware()})
+        result = run("audit.scheduler.resource_limits", {**config(), **node(2, 23000), **hardware(), **partitions()})
         assert result["status"] == "pass", result["summary"]
         assert result["evidence"]["mem_total_mb"] == 24105
 
     def test_fail_when_slurm_declares_more_cpus_than_the_node_has(self):
-        result = run("audit.scheduler.resource_limits", {**config(), **node(8, 16000), **hardware()})
+        result = run("audit.scheduler.resource_limits", {**config(), **node(8, 16000), **hardware(), **partitions()})
         assert result["status"] == "fail" and "8 CPUs but the node has 2" in result["summary"]
 
     def test_fail_when_realmemory_exceeds_memtotal(self):
-        result = run("audit.scheduler.resource_limits", {**config(), **node(2, 30000), **hardware()})
+        result = run("audit.scheduler.resource_limits", {**config(), **node(2, 30000), **hardware(), **partitions()})
         assert result["status"] == "fail" and "exceeds" in result["summary"]
 
     def test_warn_on_unallocatable_memory_and_missing_default(self):
         result = run("audit.scheduler.resource_limits",
-                     {**config(SelectTypeParameters="CR_Core_Memory"), **node(2, 18000), **hardware()})
+                     {**config(SelectTypeParameters="CR_Core_Memory"), **node(2, 18000), **hardware(), **partitions()})
         assert result["status"] == "warn"
         assert "75%" in result["summary"] and "DefMemPerCPU" in result["summary"]
+
+    def test_warn_when_a_gpu_node_has_no_cpu_default(self):
+        result = run("audit.scheduler.resource_limits",
+                     {**config(), **node(2, 23000, gres="gpu:h100:8"), **hardware(), **partitions()})
+        assert result["status"] == "warn", result["summary"]
+        assert "no DefCpuPerGPU (partition gpu, nor in slurm.conf)" in result["summary"]
+        assert "one CPU per task" in result["summary"] and result["evidence"]["gpus"] == 8
+
+    def test_the_partitions_default_overrides_the_cluster_and_passes(self):
+        result = run("audit.scheduler.resource_limits",
+                     {**config(JobDefaults="DefCpuPerGPU=1"), **node(2, 23000, gres="gpu:h100:8"), **hardware(),
+                      **partitions("DefCpuPerGPU=2,DefMemPerGPU=2000")})
+        assert result["status"] == "pass", result["summary"]
+        assert "GPU jobs get DefCpuPerGPU=2 unless they ask" in result["summary"]
+        assert result["evidence"]["defaults"]["partitions"]["gpu"]["DefMemPerGPU"] == "2000"
+        assert result["evidence"]["defaults"]["cluster"] == {"DefCpuPerGPU": "1"}
+
+    def test_the_cluster_default_applies_to_a_partition_without_its_own(self):
+        result = run("audit.scheduler.resource_limits",
+                     {**config(JobDefaults="DefCpuPerGPU=1"), **node(2, 23000, gres="gpu:h100:8"), **hardware(),
+                      **partitions()})
+        assert result["status"] == "pass" and "DefCpuPerGPU=1" in result["summary"]
+
+    def test_a_cpu_node_needs_no_gpu_default(self):
+        result = run("audit.scheduler.resource_limits", {**config(), **node(2, 23000), **hardware(), **partitions()})
+        assert result["status"] == "pass" and "DefCpuPerGPU" not in result["summary"]
+
+    def test_a_partition_listing_that_fails_is_reported_as_the_probe_failing(self):
+        broken = probe("scheduler_partitions", "", rc=1, parser="slurm")
+        result = run("audit.scheduler.resource_limits", {**config(), **node(), **hardware(), **broken})
+        assert result["status"] == "fail" and "scheduler_partitions" in result["summary"]
 
     def test_skip_when_the_node_is_not_in_slurm(self):
         missing = probe("slurm_node", "Node node1 not found", rc=1, parser="slurm")

@@ -13,11 +13,14 @@ from typing import Any
 
 from clustereval import baselines
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
+from clustereval.parsers.slurm import parse_gres
 
 CONFIG_PROBE = "scheduler_slurm_config"
 COMMANDS_PROBE = "scheduler_commands"
 HARDWARE_PROBE = "scheduler_node_hardware"
 NODE_PROBE = "slurm_node"
+PARTITION_PROBE = "scheduler_partitions"
+MEMORY_DEFAULTS = ("DefMemPerCPU", "DefMemPerNode", "DefMemPerGPU")
 # Client commands a tenant uses; sacct belongs to the accounting check.
 CLIENT_COMMANDS = ("sinfo", "squeue", "scontrol", "srun", "sbatch", "salloc")
 NULL_VALUES = {"", "(null)", "none", "n/a", "unlimited", "0"}
@@ -146,6 +149,29 @@ def _slurm_node(ctx: Context) -> dict[str, Any]:
     return nodes[0]
 
 
+def _job_defaults(value: Any) -> dict[str, str]:
+    """``JobDefaults`` as scontrol prints it (``DefCpuPerGPU=12,DefMemPerGPU=80000``; ``(null)``) as a dict."""
+    if is_null(value):
+        return {}
+    pairs = (item.partition("=") for item in str(value).split(","))
+    return {key.strip(): val.strip() for key, _, val in pairs if key.strip()}
+
+
+def job_defaults(ctx: Context, config: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """The CPU and memory defaults a job on this node gets, per partition of the node: the partition's own
+    (``JobDefaults``, ``DefMemPerCPU``/``DefMemPerNode`` of ``scontrol show partition``) over slurm.conf's."""
+    cluster = {**{k: config[k] for k in ("DefMemPerCPU", "DefMemPerNode") if not is_null(config.get(k))},
+               **_job_defaults(config.get("JobDefaults"))}
+    records = {p["name"]: p["fields"] for p in ctx.parsed(PARTITION_PROBE)["partitions"]}
+    partitions = {}
+    for name in node.get("partitions") or []:
+        fields = records.get(name) or {}
+        own = {**{k: fields[k] for k in ("DefMemPerCPU", "DefMemPerNode") if not is_null(fields.get(k))},
+               **_job_defaults(fields.get("JobDefaults"))}
+        partitions[name] = {**cluster, **own}
+    return {"cluster": cluster, "partitions": partitions}
+
+
 @check("audit.scheduler.resource_limits")
 def resource_limits(ctx: Context) -> Verdict:
     node = _slurm_node(ctx)
@@ -157,10 +183,11 @@ def resource_limits(ctx: Context) -> Verdict:
     nproc, mem = hardware["nproc"], hardware["mem_total_mb"]
     lim = ctx.limit("scheduler", "audit.scheduler.resource_limits.memory_fraction")
     fraction = round(int(slurm_mem) / mem, 3) if mem else 0.0
-    defaults = {key: config.get(key) for key in ("DefMemPerCPU", "DefMemPerNode", "DefMemPerGPU", "DefCpuPerGPU",
-                                                 "MaxMemPerNode", "SelectTypeParameters") if key in config}
+    defaults = job_defaults(ctx, config, node)
+    gpus = parse_gres(node.get("gres"))[0] or 0
     evidence = {"slurm_cpus": slurm_cpus, "nproc": nproc, "slurm_real_memory_mb": slurm_mem,
-                "mem_total_mb": mem, "memory_fraction": fraction, "defaults": defaults}
+                "mem_total_mb": mem, "memory_fraction": fraction, "gpus": gpus,
+                "SelectTypeParameters": config.get("SelectTypeParameters"), "defaults": defaults}
     expected = {"cpus": nproc, "real_memory_max_mb": mem, **lim.expected()}
     fails, warns = [], []
     if int(slurm_cpus) > nproc:
@@ -174,14 +201,28 @@ def resource_limits(ctx: Context) -> Verdict:
         text = f"RealMemory={slurm_mem} MB is {fraction:.0%} of the node's {mem} MB: the rest cannot be allocated"
         {"fail": fails, "warn": warns}.get(level, []).append(text)
     memory_consumable = "MEMORY" in str(config.get("SelectTypeParameters") or "").upper()
-    has_default = any(not is_null(config.get(key)) for key in ("DefMemPerCPU", "DefMemPerNode", "DefMemPerGPU"))
-    if memory_consumable and not has_default:
-        warns.append("memory is a consumable resource but no DefMemPerCPU/DefMemPerNode/DefMemPerGPU is set: "
-                     "a job that asks for no memory gets the whole node's")
+    scopes = defaults["partitions"] or {"slurm.conf": defaults["cluster"]}
+    no_memory = [name for name, values in scopes.items() if not any(k in values for k in MEMORY_DEFAULTS)]
+    if memory_consumable and no_memory:
+        warns.append(f"memory is a consumable resource but no DefMemPerCPU/DefMemPerNode/DefMemPerGPU is set "
+                     f"({_where(no_memory, defaults)}): a job that asks for no memory gets the whole node's")
+    no_cpus = [name for name, values in scopes.items() if "DefCpuPerGPU" not in values]
+    if gpus and no_cpus:
+        warns.append(f"no DefCpuPerGPU ({_where(no_cpus, defaults)}): a job that asks for GPUs but no CPUs gets "
+                     "one CPU per task, so its data loaders starve the GPUs")
     status = "fail" if fails else "warn" if warns else "pass"
+    cpu_default = ", ".join(sorted({f"DefCpuPerGPU={v['DefCpuPerGPU']}" for v in scopes.values()
+                                    if "DefCpuPerGPU" in v}))
     summary = "; ".join(fails + warns) or (f"Slurm's {slurm_cpus} CPUs and RealMemory={slurm_mem} MB match the "
-                                           f"node ({nproc} CPUs, {mem} MB)")
+                                           f"node ({nproc} CPUs, {mem} MB)"
+                                           + (f"; GPU jobs get {cpu_default} unless they ask" if gpus else ""))
     return Verdict(status, summary, int(slurm_mem), unit="MB", expected=expected, evidence=evidence)
+
+
+def _where(partitions: list[str], defaults: dict[str, Any]) -> str:
+    if not defaults["partitions"]:
+        return "in slurm.conf"
+    return f"partition{'s' if len(partitions) > 1 else ''} {', '.join(partitions)}, nor in slurm.conf"
 
 
 @check("audit.scheduler.spool_disk")
