@@ -236,10 +236,8 @@ class TestEnroot:
         odd = CONTAINERS.replace("enroot_version=3.5.0", "enroot_version=dev-build")
         assert run("audit.software.enroot", probes(containers=odd))["value"] == "unknown"
 
-    def test_absent_and_apparmor_restriction_warn(self):
+    def test_absent_warns(self):
         assert run("audit.software.enroot", probes(containers=without(CONTAINERS, "enroot_")))["status"] == "warn"
-        restricted = CONTAINERS.replace("apparmor_userns=", "apparmor_userns=1")
-        assert run("audit.software.enroot", probes(containers=restricted))["status"] == "warn"
 
     def test_pass_points_to_the_import_check(self):
         result = run("audit.software.enroot", probes())
@@ -458,6 +456,15 @@ class TestApptainer:
         assert run("audit.software.apptainer", probes(containers=odd))["value"] == "unknown"
         broken = CONTAINERS.replace("apptainer_rc=0", "apptainer_rc=255")
         assert run("audit.software.apptainer", probes(containers=broken))["status"] == "fail"
+
+    @pytest.mark.parametrize("check_id", ["audit.software.enroot", "audit.software.apptainer"])
+    def test_apparmor_blocking_user_namespaces_fails_rootless_runtimes(self, check_id):
+        restricted = CONTAINERS.replace("apparmor_userns=\n", "apparmor_userns=1\n")
+        result = run(check_id, probes(containers=restricted))
+        assert result["status"] == "fail" and "apparmor_restrict_unprivileged_userns=1" in result["summary"]
+        runtime = check_id.rsplit(".", 1)[1]
+        allowed = restricted + f"apparmor_profile=/etc/apparmor.d/{runtime}\n"
+        assert run(check_id, probes(containers=allowed))["status"] == "pass"
 
     def test_skip_and_error(self):
         assert run("audit.software.apptainer", probe("software_containers", rc=127, missing=True))["status"] == "skip"

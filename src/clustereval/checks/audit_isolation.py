@@ -342,8 +342,10 @@ def hbm_numa(ctx: Context) -> Verdict:
     lim = ctx.limit("isolation", "audit.isolation.hbm_numa")
     status = baselines.grade(exposed, lim)
     evidence = {"numa_nodes": nodes, "cpu_less_nodes": [n["node"] for n in cpu_less]}
+    # "NUMA nodes 2, 3" (sysfs calls them node2, node3, which reads like the cluster's node names).
+    named = "NUMA node" + ("s " if len(cpu_less) > 1 else " ") + ", ".join(n["node"][4:] for n in cpu_less)
     summary = {"pass": "no CPU-less NUMA memory: GPU HBM is not onlined as system memory",
-               "warn": f"{exposed} GiB of CPU-less NUMA memory ({', '.join(n['node'] for n in cpu_less)})",
+               "warn": f"{exposed} GiB of CPU-less NUMA memory ({named})",
                "fail": f"{exposed} GiB of GPU HBM onlined as system NUMA memory "
-                       f"({', '.join(n['node'] for n in cpu_less)}): the OS can place any process's pages there"}
+                       f"({named}): the OS can place any process's pages there"}
     return Verdict(status, summary[status], exposed, expected=lim.expected(), evidence=evidence)

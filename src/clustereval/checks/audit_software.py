@@ -255,6 +255,19 @@ def pyxis(ctx: Context) -> Verdict:
                    evidence=evidence)
 
 
+def userns_blocked(data: dict[str, list[str]], runtime: str) -> str | None:
+    """Why ``runtime``'s rootless containers cannot start: AppArmor restricting unprivileged user namespaces
+    (kernel.apparmor_restrict_unprivileged_userns=1, Ubuntu 24.04's default) with no AppArmor profile that lets
+    the runtime create them (/etc/apparmor.d/<runtime>); None when nothing blocks them."""
+    if first(data, "apparmor_userns") != "1":
+        return None
+    if any(PurePosixPath(path).name.startswith(runtime) for path in data.get("apparmor_profile") or []):
+        return None
+    return (f"AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1) "
+            f"and no /etc/apparmor.d/{runtime} profile allows {runtime} to create them: rootless containers fail "
+            f"with 'Permission denied'")
+
+
 @check("audit.software.enroot")
 def enroot(ctx: Context) -> Verdict:
     data = _slurm_containers(ctx)
@@ -279,10 +292,9 @@ def enroot(ctx: Context) -> Verdict:
     if not userns["userns_max"]:
         return Verdict("warn", f"enroot {version}: could not read user.max_user_namespaces", version,
                        evidence=evidence)
-    if userns["apparmor_userns"] == "1":
-        return Verdict("warn", f"enroot {version}, but AppArmor restricts unprivileged user namespaces "
-                       "(kernel.apparmor_restrict_unprivileged_userns=1): enroot needs an AppArmor profile", version,
-                       evidence=evidence)
+    blocked = userns_blocked(data, "enroot")
+    if blocked:
+        return Verdict("fail", f"enroot {version} is installed, but {blocked}", version, evidence=evidence)
     return Verdict("pass", f"enroot {version}, user namespaces allowed (an image import is {IMPORT_CHECK})",
                    version, evidence=evidence)
 
@@ -461,5 +473,11 @@ def apptainer(ctx: Context) -> Verdict:
     match = re.search(r"^(apptainer|singularity(?:-ce|-pro)?) version (\d+\.\d+\.\d+\S*)", line)
     if not match:
         return Verdict("warn", f"{name} runs but its version is unreadable: {line[:120]!r}", "unknown",
+                       evidence=evidence)
+    # Apptainer 1.1+ runs without its setuid starter by default: in user namespaces, like enroot.
+    blocked = userns_blocked(data, name)
+    evidence["apparmor_userns"] = first(data, "apparmor_userns") or None
+    if blocked:
+        return Verdict("fail", f"{match.group(1)} {match.group(2)} is installed, but {blocked}", match.group(2),
                        evidence=evidence)
     return Verdict("pass", f"{match.group(1)} {match.group(2)}", match.group(2), evidence=evidence)
