@@ -261,6 +261,9 @@ class Bmc:
     def start_slurmd(self, node: Node, ns_pid: int) -> int:
         with self.state_lock:
             state = self.state()
+            if (state.get("slurm_cluster") or {}).get("controller") == node.name:
+                # slurmctld on this compute node died with it and starts with it again (its saved state kept)
+                cluster.start_slurmctld(self.directory, state, ns_pid)
             proc = cluster.start_slurmd(self.directory, state, node.name, ns_pid)
             cluster._start_exporters(self.directory, state, node.boot, ns_pid)
             shared = state.get("shared_fs") or {}
