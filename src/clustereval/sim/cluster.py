@@ -493,6 +493,10 @@ def _hand_home_to_evaluator(directory: Path, node: dict[str, Any]) -> None:
     if owner is None:
         return
     home, uid = owner
+    blocked = [str(d) for d in [directory, *directory.parents] if not d.stat().st_mode & stat.S_IXOTH]
+    if blocked:  # its sshd reads authorized_keys, and its /sim/bin links into D/shims, as the user
+        raise SimError(f"the evaluation account cannot reach {directory}: {blocked[-1]} is closed to other "
+                       "users (mode without o+x); put the cluster in a directory every user can traverse")
     gid = next((int(line.split(":")[3]) for line in Path("/etc/passwd").read_text().splitlines()
                 if line.split(":")[2:3] == [str(uid)]), uid)
     top = _paths(directory)["nodes"] / node["name"] / "overlay" / home.lstrip("/")
