@@ -1,10 +1,13 @@
 """The simulated Kubernetes API's profile keys under ``k8s:`` (``sim/overlays/k8s.py``): which exist, and what
-their values must look like; a profile naming an unknown key or a malformed value is refused, naming it."""
+their values must look like; a profile naming an unknown key or a malformed value is refused, naming it
+(:class:`~clustereval.sim.profile.ProfileError`, which ``clustereval sim up`` prints as its error)."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from clustereval.sim.profile import ProfileError
 
 ADMISSION_PLUGINS = ("ExtendedResourceToleration",)
 # every key a profile may set under k8s: (cluster level, or per node under nodes:)
@@ -17,73 +20,74 @@ POLICY_SPEC_KEYS = {"podSelector", "policyTypes", "ingress", "egress"}
 
 
 def check_settings(k8s: dict[str, Any], daemonsets: tuple[str, ...] | dict[str, Any]) -> None:
-    """Refuse unknown or malformed ``k8s:`` keys with a message naming the key (ValueError); ``daemonsets``:
+    """Refuse unknown or malformed ``k8s:`` keys with a message naming the key (ProfileError); ``daemonsets``:
     the names of the DaemonSets whose tolerations a profile may set."""
     unknown = set(k8s) - SETTINGS
     if unknown:
-        raise ValueError(f"k8s has unknown keys {sorted(unknown)}; known: {sorted(SETTINGS)}")
+        raise ProfileError(f"k8s has unknown keys {sorted(unknown)}; known: {sorted(SETTINGS)}")
     node_taints(k8s)
     for key in ("daemonset_tolerations", "namespaces", "network_policies"):
         if not isinstance(k8s.get(key) or {}, dict):
-            raise ValueError(f"k8s.{key} must be a mapping")
+            raise ProfileError(f"k8s.{key} must be a mapping")
     for name, tolerations in (k8s.get("daemonset_tolerations") or {}).items():
         if name not in daemonsets:
-            raise ValueError(f"k8s.daemonset_tolerations.{name}: no such DaemonSet; known: "
+            raise ProfileError(f"k8s.daemonset_tolerations.{name}: no such DaemonSet; known: "
                              f"{sorted(daemonsets)}")
         _check_tolerations(f"k8s.daemonset_tolerations.{name}", tolerations)
     for name, labels in (k8s.get("namespaces") or {}).items():
         if not isinstance(labels or {}, dict) or not all(isinstance(v, str) for v in (labels or {}).values()):
-            raise ValueError(f"k8s.namespaces.{name} must be a mapping of label -> string value (or empty)")
+            raise ProfileError(f"k8s.namespaces.{name} must be a mapping of label -> string value (or empty)")
     for namespace, policies in (k8s.get("network_policies") or {}).items():
         where = f"k8s.network_policies.{namespace}"
         if not isinstance(policies or [], list):
-            raise ValueError(f"{where} must be a list of {{name, spec}} NetworkPolicies (or empty)")
+            raise ProfileError(f"{where} must be a list of {{name, spec}} NetworkPolicies (or empty)")
         names = [_check_policy(f"{where}[{i}]", p) for i, p in enumerate(policies or [])]
         if len(set(names)) != len(names):
-            raise ValueError(f"{where}: two NetworkPolicies have the same name")
+            raise ProfileError(f"{where}: two NetworkPolicies have the same name")
     plugins = k8s.get("admission_plugins") or []
     if not isinstance(plugins, list) or set(plugins) - set(ADMISSION_PLUGINS):
-        raise ValueError(f"k8s.admission_plugins must be a list of {list(ADMISSION_PLUGINS)}")
+        raise ProfileError(f"k8s.admission_plugins must be a list of {list(ADMISSION_PLUGINS)}")
 
 
 def _check_tolerations(where: str, tolerations: Any) -> None:
     if not isinstance(tolerations or [], list):
-        raise ValueError(f"{where} must be a list of tolerations")
+        raise ProfileError(f"{where} must be a list of tolerations")
     for i, tol in enumerate(tolerations or []):
         at = f"{where}[{i}]"
         if not isinstance(tol, dict) or set(tol) - TOLERATION_KEYS:
-            raise ValueError(f"{at} must be a toleration with keys from {sorted(TOLERATION_KEYS)}")
+            raise ProfileError(f"{at} must be a toleration with keys from {sorted(TOLERATION_KEYS)}")
         operator = tol.get("operator", "Equal")
         if operator not in ("Equal", "Exists"):
-            raise ValueError(f"{at}.operator must be Equal or Exists")
+            raise ProfileError(f"{at}.operator must be Equal or Exists")
         if tol.get("effect", "") not in ("", *TAINT_EFFECTS):
-            raise ValueError(f"{at}.effect must be one of {list(TAINT_EFFECTS)} (or empty: every effect)")
+            raise ProfileError(f"{at}.effect must be one of {list(TAINT_EFFECTS)} (or empty: every effect)")
         if operator == "Exists" and tol.get("value"):
-            raise ValueError(f"{at}.value must be empty when operator is Exists")
+            raise ProfileError(f"{at}.value must be empty when operator is Exists")
         if not tol.get("key") and operator != "Exists":
-            raise ValueError(f"{at}.operator must be Exists when key is empty")
+            raise ProfileError(f"{at}.operator must be Exists when key is empty")
 
 
 def _check_policy(where: str, policy: Any) -> str:
     if not isinstance(policy, dict) or set(policy) - {"name", "spec"} or not isinstance(policy.get("name"), str):
-        raise ValueError(f"{where} must be a mapping with a name and a spec")
+        raise ProfileError(f"{where} must be a mapping with a name and a spec")
     spec = policy.get("spec") or {}
     if not isinstance(spec, dict) or set(spec) - POLICY_SPEC_KEYS:
-        raise ValueError(f"{where}.spec may only have the keys {sorted(POLICY_SPEC_KEYS)}")
+        raise ProfileError(f"{where}.spec may only have the keys {sorted(POLICY_SPEC_KEYS)}")
     if set(spec.get("policyTypes") or []) - {"Ingress", "Egress"}:
-        raise ValueError(f"{where}.spec.policyTypes must list Ingress and/or Egress")
+        raise ProfileError(f"{where}.spec.policyTypes must list Ingress and/or Egress")
     return policy["name"]
 
 
 def node_taints(k8s: dict[str, Any]) -> list[dict[str, str]]:
     """The node's taints (``k8s.taints``, ``key[=value]:Effect``) as ``spec.taints`` lists them."""
     if not isinstance(k8s.get("taints") or [], list):
-        raise ValueError("k8s.taints must be a list of key[=value]:Effect strings")
+        raise ProfileError("k8s.taints must be a list of key[=value]:Effect strings")
     taints = []
     for text in k8s.get("taints") or []:
         match = TAINT.match(str(text))
         if not match:
-            raise ValueError(f"k8s.taints: {text!r} is not key[=value]:Effect with Effect one of {list(TAINT_EFFECTS)}")
+            raise ProfileError(f"k8s.taints: {text!r} is not key[=value]:Effect with Effect one of "
+                               f"{list(TAINT_EFFECTS)}")
         key, value, effect = match.groups()
         taints.append({"effect": effect, "key": key, **({"value": value} if value is not None else {})})
     return taints

@@ -51,6 +51,7 @@ import json
 from typing import Any
 
 from clustereval.sim.overlays._k8s_profile import check_settings, node_taints
+from clustereval.sim.profile import ProfileError
 
 SHIMS = {"kubectl": "kubectl.py", "helm": "helm.py"}
 FAULTS = {"k8s_no_default_storage_class", "k8s_rbac_denied", "k8s_nad_resource", "k8s_components_down",
@@ -532,7 +533,7 @@ def namespaces_and_policies(k8s: dict[str, Any], objects: dict[str, list[dict[st
     policies = []
     for namespace, listed in (k8s.get("network_policies") or {}).items():
         if namespace not in names:
-            raise ValueError(f"k8s.network_policies.{namespace}: no such namespace (add it under k8s.namespaces)")
+            raise ProfileError(f"k8s.network_policies.{namespace}: no such namespace (add it under k8s.namespaces)")
         policies += [network_policy(namespace, p) for p in listed or []]
     return namespaces, policies
 
