@@ -24,6 +24,7 @@ from pathlib import Path
 from clustereval import parsers
 from clustereval.parsers import _mutate
 from clustereval.parsers._common import clean
+from clustereval.results import finite
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -70,7 +71,7 @@ def main() -> int:
         t0 = time.perf_counter()
         signal.setitimer(signal.ITIMER_REAL, args.slow * 5)
         try:
-            result = parsers.get(tool)(clean(data))
+            result = finite(parsers.get(tool)(clean(data)))  # what parsers.parse returns, bugs uncaught
             if not isinstance(result, dict):
                 raise TypeError(f"returned {type(result).__name__}")
             json.dumps(result, allow_nan=False)

@@ -16,6 +16,7 @@ from typing import Any
 
 from clustereval.parsers._common import clean
 from clustereval.parsers.errors import ParseError
+from clustereval.results import finite
 
 Parser = Callable[[str], dict[str, Any]]
 _REGISTRY: dict[str, Parser] = {}
@@ -64,13 +65,14 @@ def parse(tool: str, text: str | bytes | None) -> dict[str, Any]:
     """Parse ``text`` printed by ``tool``.
 
     The text is normalised first (decoding, CRLF, ANSI codes, ``srun -l`` / ``mpirun --tag-output``
-    prefixes, trailing blanks, an indentation every line shares). Raises :class:`ParseError` when the output
-    cannot be understood; never anything else.
+    prefixes, trailing blanks, an indentation every line shares); infinite or NaN numbers in the result are
+    None. Raises :class:`ParseError` when the output cannot be understood; never anything else.
     """
     fn = get(tool)
     cleaned = clean(text)
     try:
-        return fn(cleaned)
+        # JSON has no infinite numbers: a tool that overflows (iperf3 printing 1e309) gives None, never inf.
+        return finite(fn(cleaned))
     except ParseError:
         raise
     except RecursionError as exc:  # deeply nested garbage (e.g. XML bombs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -125,3 +126,11 @@ def test_text_run_cut_before_summary_is_incomplete():
 def test_broken_json_raises_parse_error(text):
     with pytest.raises(ParseError):
         parse("iperf3", text)
+
+
+def test_an_overflowing_number_is_none_never_infinity():
+    # A swapped-in 1e309 decodes to inf in Python; parse() output must stay strict JSON (None instead).
+    text = read_corpus("iperf3", "iperf3-3.9-J-tcp-10s-omit3-retransmits-crlf.json")
+    broken = re.sub(r'"remote_port":(\s*)\d+', r'"remote_port":\g<1>1e309', text, count=1)
+    assert broken != text
+    json.dumps(parse("iperf3", broken), allow_nan=False)
