@@ -1255,6 +1255,9 @@ def status(directory: str | Path) -> dict[str, Any]:
         "controller": {
             "alive": controller_alive,
             "port": state["ports"]["slurmctld"],
+            # SlurmctldHost: the host, or the compute node the profile runs slurmctld on
+            **(dict(zip(("host", "address", "on_node"), _controller(state), strict=True))
+               if "slurm_cluster" in state else {}),
             "munged_alive": alive("munged"),
             "power_alive": alive("power"),  # the BMC: reboots, /dev/kmsg, SBR watch, remediation
         },
