@@ -240,8 +240,8 @@ def _workload(kind: str, name: str, namespace: str, image: str, replicas: int = 
               env: dict[str, str] | None = None, args: list[str] | None = None, host_paths: tuple[str, ...] = (),
               node_selector: dict[str, str] | None = None, container: str | None = None,
               labels: dict[str, str] | None = None, sidecars: tuple[tuple[str, str], ...] = (),
-              init: tuple[tuple[str, str], ...] = (), tolerations: list[dict[str, str]] | None = None,
-              service_name: str | None = None, sidecars_first: bool = False) -> dict[str, Any]:
+              init: tuple[tuple[str, str], ...] = (), service_name: str | None = None,
+              sidecars_first: bool = False) -> dict[str, Any]:
     """A Deployment, DaemonSet or StatefulSet; ``labels`` replace the default ``app``/``app.kubernetes.io/name``
     pair (a Helm chart's own labels), ``sidecars``/``init`` add (name, image) containers after the main one
     (before it with ``sidecars_first``, as the Grafana chart orders them)."""
@@ -259,8 +259,6 @@ def _workload(kind: str, name: str, namespace: str, image: str, replicas: int = 
         pod["volumes"] = [{"hostPath": {"path": p, "type": ""}, "name": f"host-{i}"} for i, p in enumerate(host_paths)]
     if node_selector:
         pod["nodeSelector"] = node_selector
-    if tolerations:
-        pod["tolerations"] = tolerations
     keys = ("app", "app.kubernetes.io/name", "app.kubernetes.io/instance")
     selector = {k: v for k, v in labels.items() if k in keys} if labels else {"app": name}
     labels = labels or {"app": name, "app.kubernetes.io/name": name}
