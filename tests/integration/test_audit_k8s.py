@@ -74,7 +74,7 @@ def test_k8s_reference_has_no_kubernetes_failures(tmp_path_factory):
     qps = results.pop(QPS)
     assert qps["status"] == "skip" and "network.topology.nvidia.com/block: one group" in qps["summary"]
     cluster_checks = {key[0]: r for key, r in results.items() if key[1] == "_cluster"}
-    assert len(cluster_checks) == 18
+    assert len(cluster_checks) == 19
     assert {c: r["summary"] for c, r in results.items() if r["status"] in ("fail", "error")} == {}
     # the HGX H100 has no multi-node NVLink domain: that check does not apply, every other one passes
     assert {c for c, r in cluster_checks.items() if r["status"] != "pass"} == {"audit.k8s.multinode_nvlink"}

@@ -135,6 +135,11 @@ CRD_RESOURCES = [
 ]
 
 
+
+def validate_settings(settings: dict[str, Any]) -> None:
+    """Refuse unknown or malformed ``k8s:`` keys when the profile loads, before anything starts."""
+    check_settings(settings.get("k8s") or {}, tuple(DEFAULT_TOLERATIONS))
+
 def _fault(settings: dict[str, Any], key: str, default: Any) -> Any:
     return (settings.get("faults") or {}).get(key, default)
 

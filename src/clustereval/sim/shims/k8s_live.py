@@ -208,8 +208,12 @@ def live_node(cluster_dir, obj, doc):
     name = obj["metadata"]["name"]
     entry = (doc.get("nodes") or {}).get(name) or {}
     spec, status = obj.setdefault("spec", {}), obj.setdefault("status", {})
-    if entry.get("taints"):
-        spec["taints"] = [dict(t) for t in entry["taints"]]
+    if "taints" in entry:
+        # The live taints replace the profile's, also when `kubectl taint … -` removed the last one
+        # (an empty list is left out, as the API server's omitempty does).
+        spec.pop("taints", None)
+        if entry["taints"]:
+            spec["taints"] = [dict(t) for t in entry["taints"]]
     if entry.get("unschedulable"):
         spec["unschedulable"] = True
     if entry.get("conditions"):
