@@ -64,8 +64,9 @@ class TestIdleThermals:
         assert run("audit.monitoring.idle_thermals", garbage)["status"] == "error"
 
 
-def kernel_log(*sources: tuple[str, int, int, str]) -> dict:
-    text = "".join(f"## source={name} rc={rc} lines={lines}\n{body}" for name, rc, lines, body in sources)
+def kernel_log(*sources: tuple[str, int, int, str], account: str = "uid=0 sudo=no") -> dict:
+    text = f"## account {account}\n" + "".join(f"## source={name} rc={rc} lines={lines}\n{body}"
+                                              for name, rc, lines, body in sources)
     return probe("monitoring_kernel_log", text, cmd="journalctl ... | grep Xid")
 
 
@@ -101,6 +102,15 @@ class TestXidHistory:
     def test_error_when_no_log_is_readable(self):
         result = run("audit.monitoring.xid_history", kernel_log(("journalctl", 0, 0, ""), ("dmesg", 1, 0, "")))
         assert result["status"] == "error" and "not a clean one" in result["summary"]
+
+    def test_an_account_that_may_read_no_log_is_not_assessed(self):
+        # A non-root evaluation account without sudo: dmesg_restrict and a root:adm kern.log keep it out.
+        logs = kernel_log(("journalctl", 0, 0, ""), ("dmesg", 1, 0, ""), ("/var/log/kern.log", 1, 0, ""),
+                          account="uid=1001 sudo=no")
+        result = run("audit.monitoring.xid_history", logs)
+        assert result["status"] == "skip" and "uid 1001, no sudo" in result["summary"]
+        with_sudo = kernel_log(("journalctl", 0, 0, ""), ("dmesg", 1, 0, ""), account="uid=1001 sudo=yes")
+        assert run("audit.monitoring.xid_history", with_sudo)["status"] == "error"
 
     def test_skip_without_grep(self):
         missing = probe("monitoring_kernel_log", "", rc=127, missing=True, tool="grep")

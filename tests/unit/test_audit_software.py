@@ -431,6 +431,23 @@ class TestDocker:
         assert result["status"] == "warn" and "daemon" in result["summary"]
         assert run("audit.software.docker", probes(containers=without(CONTAINERS, "docker_")))["status"] == "warn"
 
+    @pytest.mark.parametrize(("said", "words"), [
+        ("permission denied while trying to connect to the docker API at unix:///var/run/docker.sock",
+         "may not use it"),
+        ("permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: "
+         'Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.24/version": dial unix /var/run/docker.sock: connect: '
+         "permission denied", "may not use it"),
+        ("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?",
+         "not running"),
+    ])
+    def test_a_daemon_this_account_cannot_reach_is_a_warn_not_a_harness_fault(self, said, words):
+        # Only the CLI's complaint, no "client|server" line: the account is not in the docker group, or no
+        # daemon runs. Either is about the node, said as such.
+        containers = CONTAINERS.replace("docker_rc=0\ndocker_version=28.2.2|28.2.2\n",
+                                        f"docker_rc=1\ndocker_version={said}\n")
+        result = run("audit.software.docker", probes(containers=containers))
+        assert result["status"] == "warn" and words in result["summary"]
+
     def test_hung_or_unreadable_docker_is_an_error(self):
         assert run("audit.software.docker", probes(containers=CONTAINERS.replace("docker_rc=0", "docker_rc=124"))
                    )["status"] == "error"

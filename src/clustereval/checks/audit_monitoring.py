@@ -97,6 +97,11 @@ def xid_history(ctx: Context) -> Verdict:
     evidence: dict[str, Any] = {"sources": {s["source"]: {"rc": s["rc"], "lines": s["lines"]} for s in sources}}
     if not readable:
         tried = ", ".join(f"{s['source']} (exit {s['rc']}, {s['lines']} lines)" for s in sources) or "none found"
+        account = ctx.parsed(KERNEL_LOG_PROBE).get("account") or {}
+        if account.get("uid") not in (0, None) and not account.get("sudo"):
+            raise Skip(f"the evaluation account (uid {account['uid']}, no sudo) may read no kernel log on "
+                       f"{ctx.subject} ({tried}): Xid history not assessed; run the audit as root, or give the "
+                       "account sudo or the adm and systemd-journal groups")
         raise HarnessError(f"could not read any kernel log on {ctx.subject} ({tried}); an unreadable log is not "
                            "a clean one (dmesg needs root where kernel.dmesg_restrict=1)")
     events: dict[tuple[Any, ...], dict[str, Any]] = {}

@@ -444,7 +444,16 @@ def docker(ctx: Context) -> Verdict:
     if rc == "124":
         raise HarnessError("`docker version` did not answer within 10 s")
     if not lines or "|" not in lines[0]:
-        raise HarnessError(f"could not read `docker version` output: {' '.join(lines)[:160]!r}")
+        said = " ".join(lines)
+        # The CLI printed only its complaint about the daemon's socket (Docker 24-29 wordings).
+        if "permission denied" in said.lower():
+            return Verdict("warn", "a Docker daemon exists but this account may not use it (not in the docker "
+                           f"group?): {said[:200]}", None, evidence=evidence)
+        if re.search(r"cannot connect to the docker daemon|failed to connect|is the docker daemon running", said,
+                     re.IGNORECASE):
+            return Verdict("warn", f"docker CLI installed but its daemon is not running: {said[:200]}", None,
+                           evidence=evidence)
+        raise HarnessError(f"could not read `docker version` output: {said[:160]!r}")
     client, _, server = lines[0].partition("|")
     evidence.update(client=client, server=server or None)
     if not server:

@@ -13,8 +13,9 @@ Each header opens a section holding the lines up to the next header (see :func:`
   executable=yes|no`` then the program's first lines, ``## nhc path=P`` then nhc.conf lines, or one
   ``## scontrol rc=N`` when ``scontrol show config`` failed. Gives ``programs`` (``{key, path, exists,
   executable, text}``), ``nhc_paths``, ``nhc_conf`` and ``scontrol_failed`` (``{"rc"}`` or None).
-* ``probe-kernel-log`` (``monitoring_kernel_log``): ``## source=S rc=N lines=N`` then that log's Xid
-  lines. Gives ``sources``: ``{source, rc, lines, xid_lines}``.
+* ``probe-kernel-log`` (``monitoring_kernel_log``): ``## account uid=N sudo=yes|no`` (who read), then per log
+  ``## source=S rc=N lines=N`` then that log's Xid
+  lines. Gives ``sources``: ``{source, rc, lines, xid_lines}``, and ``account`` (``{uid, sudo}`` or None).
 * ``probe-monitoring-listeners`` (``monitoring_listeners``): ``## ss`` (``ss -ltnpH``) and ``## ps``
   (``ps -eo comm=``). Gives ``ports`` and ``processes`` (sorted) and ``ss_listed`` (ss printed a LISTEN row).
 * ``probe-fleet-packages`` (``fleet_packages``): ``## manager=dpkg|rpm|none`` then ``name<TAB>version``
@@ -148,14 +149,17 @@ def parse_programs(text: str) -> dict[str, Any]:
 @register("probe-kernel-log")
 def parse_kernel_log(text: str) -> dict[str, Any]:
     sources = []
+    account: dict[str, Any] = {}
     for section in sections(text):
+        if section["kind"] == "account":
+            account = {"uid": _number(section.get("uid", "")), "sudo": section.get("sudo") == "yes"}
         if "source" not in section:
             continue
         rc, lines = section.get("rc", ""), section.get("lines", "")
         sources.append({"source": section["source"], "rc": _number(rc),
                         "lines": int(lines) if re.fullmatch(r"[0-9]+", lines) else 0,
                         "xid_lines": [line for line in section["body"] if line.strip()]})
-    return result("probe-kernel-log", "sections", complete=True, sources=sources)
+    return result("probe-kernel-log", "sections", complete=True, sources=sources, account=account or None)
 
 
 @register("probe-monitoring-listeners")
