@@ -2,12 +2,13 @@
 
 Settings (``driver_module:`` in a profile, per node or cluster-wide): ``flavour`` (``open``, the
 default: "NVIDIA UNIX Open Kernel Module for x86_64", dma-buf GPUDirect RDMA on a kernel >= 5.12;
-``proprietary``: "NVIDIA UNIX x86_64 Kernel Module", no dma-buf, and Blackwell GPUs need the open one)
-and ``peermem`` (false; true: nvidia-peermem is loaded, ``/sys/module/nvidia_peermem``, the gpustack
-area). A proprietary module without nvidia-peermem has no GPUDirect RDMA path, so such a profile must
-say ``fabric: {gpudirect: false}`` (perftest then refuses ``--use_cuda``); the contradiction is refused.
+``proprietary``: "NVIDIA UNIX x86_64 Kernel Module", no dma-buf, and Blackwell GPUs need the open one),
+``peermem`` (false; true: nvidia-peermem is loaded, ``/sys/module/nvidia_peermem``, the gpustack area) and
+``profiling_admin_only`` (RmProfilingAdminOnly; true as the driver ships, false lets users profile). A
+proprietary module without nvidia-peermem has no GPUDirect RDMA path, so such a profile must say
+``fabric: {gpudirect: false}`` (perftest then refuses ``--use_cuda``); the contradiction is refused.
 
-Faults: ``nvidia_profiling_admin_only`` (bool; RmProfilingAdminOnly, default true as the driver ships).
+Faults: ``nvidia_profiling_admin_only`` (bool; RmProfilingAdminOnly on one node, over ``driver_module``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 FAULTS = {"nvidia_profiling_admin_only"}
-MODULE_KEYS = {"flavour", "peermem"}
+MODULE_KEYS = {"flavour", "peermem", "profiling_admin_only"}
 FLAVOURS = ("open", "proprietary")
 BUILT = "Tue May 28 21:55:11 UTC 2024"
 
@@ -31,7 +32,9 @@ def module_settings(settings: dict[str, Any]) -> dict[str, Any]:
     flavour = str(given.get("flavour", "open"))
     if flavour not in FLAVOURS:
         raise ValueError(f"driver_module.flavour {flavour!r} is none of {', '.join(FLAVOURS)}")
-    return {"flavour": flavour, "peermem": bool(given.get("peermem", False))}
+    return {"flavour": flavour, "peermem": bool(given.get("peermem", False)),
+            # RmProfilingAdminOnly: 1 as the driver ships; a site that lets users profile sets it to 0.
+            "profiling_admin_only": bool(given.get("profiling_admin_only", True))}
 
 
 def validate_settings(settings: dict[str, Any]) -> None:
@@ -58,8 +61,9 @@ def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
         return
     driver = state.get("driver_version", "550.90.07")
     faults = settings.get("faults") or {}
-    admin_only = 1 if faults.get("nvidia_profiling_admin_only", True) else 0
-    tree.file("/proc/driver/nvidia/version", version_file(driver, module_settings(settings)["flavour"]))
+    module = module_settings(settings)
+    admin_only = 1 if faults.get("nvidia_profiling_admin_only", module["profiling_admin_only"]) else 0
+    tree.file("/proc/driver/nvidia/version", version_file(driver, module["flavour"]))
     params = [("ResmanDebugLevel", "4294967295"), ("RmLogonRC", "1"), ("ModifyDeviceFiles", "1"),
               ("DeviceFileUID", "0"), ("DeviceFileGID", "0"), ("DeviceFileMode", "438"),
               ("InitializeSystemMemoryAllocations", "1"), ("UsePageAttributeTable", "4294967295"),

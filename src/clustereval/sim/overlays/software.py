@@ -37,7 +37,9 @@ FAULTS = {"software_nccl_version", "software_enroot", "software_lmod", "software
           "software_slurm_export_env_none", "software_enroot_import"}
 ENROOT_IMPORT_FAULTS = {"rate_limited", "unauthorized", "unreachable", "no_space"}
 SOFTWARE_KEYS = {"nccl_version", "lmod", "enroot", "apptainer", "nccl_topo_file", "slurm_export_env_none",
-                 "cuda_toolkit_version", "cuda_toolkit", "docker", "runc"}
+                 "cuda_toolkit_version", "cuda_toolkit", "docker", "runc", "nsight_compute"}
+# The standalone Nsight Compute installer's default location (the audit looks there and in the toolkit's bin).
+NSIGHT_COMPUTE_DIR = "/opt/nvidia/nsight-compute"
 TOOLKIT_KEYS = {"version", "path", "login_path", "batch_path", "cuda_symlink"}
 # Directories every PATH of the node holds (the sshd SetEnv PATH): a toolkit there is on the login and
 # the batch PATH whatever a profile says.
@@ -100,12 +102,29 @@ def toolkits(settings: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def nsight_compute(settings: dict[str, Any]) -> str | None:
+    """The version of the standalone Nsight Compute ``software.nsight_compute: {version}`` installs, or None;
+    one without a real ``ncu --version`` banner in ``shims/ncu.py`` is refused, naming the known ones."""
+    given = _setting(settings, "nsight_compute", None)
+    if not given:
+        return None
+    if not isinstance(given, dict) or set(given) != {"version"}:
+        raise ValueError("software.nsight_compute must be a mapping with the one key version")
+    known = shim_module("ncu.py").BANNERS
+    version = str(given["version"])
+    if version not in known:
+        raise ValueError(f"software.nsight_compute.version {version!r} has no verified ncu banner; known: "
+                         f"{', '.join(known)}")
+    return version
+
+
 def validate_settings(settings: dict[str, Any]) -> None:
     """Refuse unknown ``software:`` keys and toolkits the simulation cannot print faithfully."""
     unknown = set(settings.get("software") or {}) - SOFTWARE_KEYS
     if unknown:
         raise ValueError(f"software has unknown keys {sorted(unknown)}; known: {sorted(SOFTWARE_KEYS)}")
     toolkits(settings)
+    nsight_compute(settings)
 
 
 def _path_prolog(tools: list[dict[str, Any]]) -> str:
@@ -149,6 +168,9 @@ def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
     if gpus and nccl:
         tree.file(f"/usr/lib/x86_64-linux-gnu/libnccl.so.{nccl}", "simulated NCCL library\n")
     profile = render_toolkits(tools, state, tree)
+    ncu = nsight_compute(settings) if gpus else None
+    if ncu:
+        tree.file(f"{NSIGHT_COMPUTE_DIR}/{ncu.rsplit('.', 1)[0]}/ncu", shim_text("ncu.py", INSTALLED=ncu), 0o755)
     if _setting(settings, "slurm_export_env_none", False):
         profile.append("export SLURM_EXPORT_ENV=NONE")
     if profile:
