@@ -18,8 +18,7 @@ pytestmark = REQUIRES_SIM
 TAGS = ("audit.versions.cuda_toolkit,audit.versions.docker,audit.versions.runc,audit.software.docker,"
         "audit.software.batch_path,audit.gpustack.driver,audit.gpustack.gpudirect_rdma,audit.gpustack.pcie_acs,"
         "audit.access.sudo")
-# audit.software.docker (the lead's check) reads a daemon this user may not use as unreadable output: reported.
-KNOWN_ERRORS = {("audit.software.docker", "node2")}
+KNOWN_ERRORS: set[tuple[str, str]] = set()
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +91,24 @@ def test_no_gpudirect_path_on_node3(stack):
     assert status(results, "audit.gpustack.driver", "node3") == "pass"  # Hopper runs on either module
     assert "unrecognized option '--use_cuda=0'" in as_evaluator("node3", "ib_write_bw --use_cuda=0").stderr
     assert status(results, "audit.versions.docker", "node3") == "skip"
+
+
+def test_two_shells_that_see_two_toolkits_are_both_named_on_node3(stack):
+    # A login shell gets 13.1, a non-login shell the distribution's 12.0: the audit says which it believes
+    # (the login shell's) and grades both, so the vulnerable one fails the check.
+    results, _, as_evaluator = stack
+    cuda = results[("audit.versions.cuda_toolkit", "node3")]
+    assert cuda["status"] == "fail" and cuda["value"] == "13.1.115"
+    assert "believed: a login shell" in cuda["summary"] and "/usr/bin/nvcc 12.0.140" in cuda["summary"]
+    assert cuda["evidence"]["agreement"]["paths"] == {"a login shell": "/usr/local/cuda-13.1/bin/nvcc",
+                                                      "a non-login shell": "/usr/bin/nvcc"}
+    # a job step's TaskProlog puts 12.9 first: the batch PATH finds another nvcc than the login shell
+    batch = results[("audit.software.batch_path", "node3")]
+    assert batch["status"] == "warn" and "/opt/cuda-12.9/bin/nvcc" in batch["summary"], batch["summary"]
+    assert as_evaluator("node3", "nvcc --version").stdout.count("release 12.0, V12.0.140") == 1
+
+
+def test_a_daemon_this_account_may_not_use_is_a_warn_on_node2(stack):
+    results, _, _ = stack
+    docker = results[("audit.software.docker", "node2")]
+    assert docker["status"] == "warn" and "may not use it" in docker["summary"], docker["summary"]

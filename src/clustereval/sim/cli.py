@@ -20,7 +20,9 @@ def _print_status(info: dict[str, Any]) -> None:
     print(f"simulated cluster in {info['directory']}: "
           f"{'running' if info.get('running') else 'not running'} (profile {info.get('profile')})")
     if ctl.get("alive"):
-        print(f"  slurmctld on 127.0.0.1:{ctl.get('port')}, SLURM_CONF={info.get('slurm_conf')}")
+        where = f" (inside {ctl['on_node']})" if ctl.get("on_node") else ""
+        print(f"  slurmctld on {ctl.get('address') or '127.0.0.1'}:{ctl.get('port')}{where}, "
+              f"SLURM_CONF={info.get('slurm_conf')}")
     for name, node in info.get("nodes", {}).items():
         sshd = "up" if node["sshd_alive"] else "down"
         slurmd = "up" if node["slurmd_alive"] else "down"

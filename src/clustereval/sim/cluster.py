@@ -351,6 +351,7 @@ def _slurm_conf(directory: Path, state: dict[str, Any], nodes: list[dict[str, An
         "Waittime=0",
         f"Prolog={slurmconf.PROLOG_PATH}",
         f"Epilog={slurmconf.EPILOG_PATH}",
+        f"TaskProlog={slurmconf.TASK_PROLOG_PATH}",
         *slurmconf.scheduler_lines(state["slurm_cluster"], nodes[0]["provider"], partition),
     ]
     for node in nodes:

@@ -17,6 +17,9 @@ NODE_PROGRAM_DIR = "/sim/etc/slurm"
 HEALTHCHECK_PATH = f"{NODE_PROGRAM_DIR}/healthcheck"
 PROLOG_PATH = f"{NODE_PROGRAM_DIR}/prolog"
 EPILOG_PATH = f"{NODE_PROGRAM_DIR}/epilog"
+TASK_PROLOG_PATH = f"{NODE_PROGRAM_DIR}/task_prolog"
+# The site's TaskProlog fragments on the node (software overlay: a CUDA toolkit only job steps see).
+TASK_PROLOG_FRAGMENTS = "/etc/slurm/task_prolog.d"
 # The words the health check program runs per profile check (NHC's naming: check_dcgmi is NHC's own).
 CHECK_WORDS = {"xid": "check_nv_xid", "dcgm_health": "check_dcgmi", "gpu_count": "check_nv_gpu_count"}
 # Profile key -> slurm.conf key of the cluster-wide timeouts (seconds); unset leaves Slurm's default.
@@ -119,14 +122,27 @@ exit 0
 """
 
 
+# Slurm TaskProlog, run by slurmstepd as the job's user before each task: its `export NAME=VALUE` lines set the
+# task's environment. Sites keep one fragment per concern in a directory, as here.
+TASK_PROLOG = f"""#!/bin/sh
+# Slurm TaskProlog: every fragment of {TASK_PROLOG_FRAGMENTS} prints the task environment it changes.
+for f in {TASK_PROLOG_FRAGMENTS}/*.sh; do
+  [ -x "$f" ] && "$f"
+done
+exit 0
+"""
+
+
 def job_hooks(node_slurm: dict[str, Any]) -> dict[str, str]:
-    """The node's Prolog and Epilog texts ({path: text}); ``prolog_s``/``epilog_s`` make them take that long
+    """The node's Prolog, Epilog and TaskProlog texts ({path: text}); ``prolog_s``/``epilog_s`` make the first two
+    take that long
     (a site's slow setup or cleanup: the script sleeps that many seconds first)."""
     out = {}
     for path, template, key in ((PROLOG_PATH, PROLOG, "prolog_s"), (EPILOG_PATH, EPILOG, "epilog_s")):
         seconds = node_slurm.get(key) or 0
         wait = f"sleep {seconds:g}  # the site's setup/cleanup takes this long\n" if seconds else ""
         out[path] = template.format(job_map=JOB_MAP_DIR, wait=wait)
+    out[TASK_PROLOG_PATH] = TASK_PROLOG
     return out
 
 
