@@ -22,6 +22,11 @@ Profile section ``system:`` (cluster level, overridable per node under ``nodes:`
 * ``spool_disk``: ``{fstype: ext4|tmpfs, size_mib: N}``: slurmd's SlurmdSpoolDir is a filesystem of its
   own in the node's mount namespace (a loop-mounted ext4 image, or a sized tmpfs); ``null`` leaves it on
   the root filesystem. Applied by the cluster (cluster.py), as are the /proc files (:func:`proc_mounts`).
+* ``root_fs``: ``{fstype: ext4|xfs|tmpfs|overlay, source: /dev/nvme0n1p2, size_gib: N, used_pct: P}``: the
+  root filesystem ``findmnt`` and ``df`` show (shims: nothing can cover ``/proc/self/mountinfo``, and
+  ``statvfs("/")`` is the machine's). ``findmnt`` runs the real tool on a copy of the mount table whose
+  ``/`` is this one; both shims rewrite the size columns of ``/`` only. ``used_pct`` is df's Use% (ext4
+  keeps 5% of its blocks for root, as mke2fs does). Unset: the machine's own root.
 """
 
 from __future__ import annotations
@@ -37,14 +42,29 @@ from typing import Any
 from clustereval.sim.overlays.fabric import _guid as port_guid_of
 from clustereval.sim.overlays.fabric import _pick as rail_pick
 
-SHIMS = {"uname": "uname.py", "systemd-detect-virt": "systemd_detect_virt.py", "ip": "ip.py"}
+SHIMS = {"uname": "uname.py", "systemd-detect-virt": "systemd_detect_virt.py", "ip": "ip.py",
+         "findmnt": "findmnt.py", "df": "df.py"}
 KEYS = {"virtualization", "architecture", "kernel_release", "kernel_version", "sysctls", "numa", "dmi",
-        "netdevs", "spool_disk"}
+        "netdevs", "spool_disk", "root_fs"}
 VIRTUALIZATIONS = ("none", "kvm")
 ARCHITECTURES = ("x86_64", "aarch64")
 NETDEV_KEYS = {"name", "pci", "speed_mbps", "mtu", "address", "link", "rdma"}
 LINK_STATES = ("up", "no_carrier", "admin_down")
 SPOOL_FSTYPES = ("ext4", "tmpfs")
+ROOT_FS_KEYS = {"fstype", "source", "size_gib", "used_pct"}
+# How each root filesystem type is mounted: device number, source, the superblock's options (mountinfo's
+# last field; findmnt's OPTIONS joins them to the mount's own ``rw,relatime``) and the share of blocks
+# kept for root (ext4's mke2fs default of 5%: df's Avail and Use% leave it out, findmnt's USE% does not).
+ROOT_FS = {
+    "ext4": {"majmin": "259:2", "source": "/dev/nvme0n1p2", "options": "rw,errors=remount-ro", "reserved": 0.05},
+    "xfs": {"majmin": "259:2", "source": "/dev/nvme0n1p2",
+            "options": "rw,attr2,inode64,logbufs=8,logbsize=32k,noquota", "reserved": 0.0},
+    "tmpfs": {"majmin": "0:22", "source": "tmpfs", "options": "rw,size={size_kib}k,mode=755,inode64",
+              "reserved": 0.0},
+    "overlay": {"majmin": "0:31", "source": "overlay", "options": "rw,lowerdir=/run/rootfsbase,"
+                "upperdir=/run/overlayfs,workdir=/run/ovlwork,uuid=on", "reserved": 0.0},
+}
+ROOT_BLOCK_SIZE = 4096
 VIEW_FILE = "system.json"  # /sim/system.json: what the uname, systemd-detect-virt and ip shims read
 
 # SMBIOS strings of an HGX H100 server and of a QEMU/KVM guest (what dmidecode and /sys/class/dmi/id show).
@@ -109,6 +129,22 @@ def validate_settings(settings: dict[str, Any]) -> None:
             raise ValueError(f"{where}.spool_disk must be null or {{fstype: ext4|tmpfs, size_mib: N}}")
         if spool.get("fstype", "ext4") not in SPOOL_FSTYPES:
             raise ValueError(f"{where}.spool_disk.fstype must be one of {list(SPOOL_FSTYPES)}")
+    _validate_root_fs(f"{where}.root_fs", value.get("root_fs"))
+
+
+def _validate_root_fs(where: str, root: Any) -> None:
+    if root is None:
+        return
+    if not isinstance(root, dict) or set(root) - ROOT_FS_KEYS:
+        raise ValueError(f"{where} must be null or {{fstype: {'|'.join(ROOT_FS)}, source: DEVICE, size_gib: N, "
+                         f"used_pct: P}}; known keys: {sorted(ROOT_FS_KEYS)}")
+    if root.get("fstype", "ext4") not in ROOT_FS:
+        raise ValueError(f"{where}.fstype must be one of {list(ROOT_FS)}")
+    size, used = root.get("size_gib", 1788), root.get("used_pct", 12)
+    if isinstance(size, bool) or not isinstance(size, int | float) or size <= 0:
+        raise ValueError(f"{where}.size_gib must be a positive number of GiB")
+    if isinstance(used, bool) or not isinstance(used, int | float) or not 0 <= used <= 100:
+        raise ValueError(f"{where}.used_pct must be a percentage from 0 to 100")
 
 
 def _validate_numa(where: str, numa: Any) -> None:
@@ -137,7 +173,25 @@ def view(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
     return {"virtualization": system.get("virtualization", "none"),
             "architecture": system.get("architecture", host.machine),
             "kernel_release": kernel_release(settings), "kernel_version": system.get("kernel_version", host.version),
-            "netdevs": [dev["name"] for dev in netdevs(settings, state)]}
+            "netdevs": [dev["name"] for dev in netdevs(settings, state)], "root_fs": root_fs(settings)}
+
+
+def root_fs(settings: dict[str, Any]) -> dict[str, Any] | None:
+    """What the findmnt and df shims show for ``/`` (``system.root_fs``; None: the machine's own root): its
+    mountinfo fields and a ``statvfs`` of its size, with ``used_pct`` as df's Use% (used over what
+    non-root users can have)."""
+    root = settings_of(settings).get("root_fs")
+    if not root:
+        return None
+    fstype = root.get("fstype", "ext4")
+    kind = ROOT_FS[fstype]
+    blocks = int(float(root.get("size_gib", 1788)) * 2**30) // ROOT_BLOCK_SIZE
+    reserved = int(blocks * kind["reserved"])
+    used = int(float(root.get("used_pct", 12)) * (blocks - reserved) // 100)
+    free = blocks - used
+    return {"fstype": fstype, "source": str(root.get("source") or kind["source"]), "majmin": kind["majmin"],
+            "super_options": kind["options"].format(size_kib=blocks * ROOT_BLOCK_SIZE // 1024),
+            "statvfs": {"frsize": ROOT_BLOCK_SIZE, "blocks": blocks, "bfree": free, "bavail": free - reserved}}
 
 
 def kernel_release(settings: dict[str, Any]) -> str:
