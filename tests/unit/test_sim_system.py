@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,7 +110,9 @@ def test_proc_files_bind_over_existing_ones_and_rebuild_a_folder_lacking_one(tmp
 @pytest.mark.parametrize("bad, key", [({"hypervisor": "kvm"}, "hypervisor"), ({"virtualization": "xen"},
                          "virtualization"), ({"netdevs": [{"name": "eno1", "link": "flapping"}]}, "link"),
                          ({"numa": {"nodes": [{"cpus": "0-x"}]}}, "cpus"), ({"spool_disk": {"fstype": "xfs"}},
-                                                                              "fstype")])
+                                                                              "fstype"),
+                         ({"root_fs": {"fstype": "btrfs"}}, "root_fs.fstype"), ({"root_fs": {"size": 9}}, "root_fs"),
+                         ({"root_fs": {"used_pct": 120}}, "used_pct")])
 def test_malformed_system_sections_are_refused_naming_the_key(tmp_path, bad, key):
     path = tmp_path / "p.yml"
     path.write_text("extends: reference\nnodes:\n  node2:\n    system: " + json.dumps(bad) + "\n")
@@ -156,7 +159,88 @@ def test_ip_link_reads_the_nodes_sysfs(tmp_path):
     assert (missing.returncode, missing.stderr) == (1, 'Device "eth0" does not exist.\n')
 
 
+def _root_view(tmp_path, root_fs):
+    (tmp_path / "system.json").write_text(json.dumps({"root_fs": root_fs}))
+    return {"SIMNODE_ROOT": str(tmp_path)}
+
+
+def _host_root():
+    """The machine's own root as system.root_fs would describe it: the shims must then print what the real
+    tools print, byte for byte."""
+    fields = next(line.split(" ") for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                  if line.split(" ")[4] == "/")
+    sep = fields.index("-", 6)
+    vfs = os.statvfs("/")
+    return {"fstype": fields[sep + 1], "source": fields[sep + 2], "majmin": fields[2],
+            "super_options": fields[sep + 3], "statvfs": {"frsize": vfs.f_frsize, "blocks": vfs.f_blocks,
+                                                          "bfree": vfs.f_bfree, "bavail": vfs.f_bavail}}
+
+
+def test_root_fs_view_is_a_statvfs_whose_df_use_is_the_profiles():
+    view = system.root_fs({"system": {"root_fs": {"fstype": "ext4", "size_gib": 50, "used_pct": 93}}})
+    vfs = view["statvfs"]
+    assert (view["source"], view["majmin"], vfs["blocks"]) == ("/dev/nvme0n1p2", "259:2", 50 * 2**30 // 4096)
+    used = vfs["blocks"] - vfs["bfree"]
+    assert -(-used * 100 // (used + vfs["bavail"])) == 93 and vfs["bfree"] - vfs["bavail"] == vfs["blocks"] // 20
+    assert system.root_fs({"system": {}}) is None
+    tmpfs = system.root_fs({"system": {"root_fs": {"fstype": "tmpfs", "size_gib": 1}}})
+    assert tmpfs["super_options"] == "rw,size=1048576k,mode=755,inode64" and tmpfs["source"] == "tmpfs"
+
+
+def test_findmnt_shim_shows_the_nodes_root_in_every_layout(tmp_path):
+    env = _root_view(tmp_path, system.root_fs({"system": {"root_fs": {"fstype": "xfs", "size_gib": 50,
+                                                                      "used_pct": 93}}}))
+    tree = json.loads(_shim("findmnt.py", ["-J", "-o", "TARGET,SOURCE,FSTYPE", "-T", "/tmp"], env).stdout)
+    assert tree == {"filesystems": [{"target": "/", "source": "/dev/nvme0n1p2", "fstype": "xfs"}]}
+    assert _shim("findmnt.py", ["-n", "-o", "SOURCE,FSTYPE", "-T", "/usr"], env).stdout == "/dev/nvme0n1p2 xfs\n"
+    raw = _shim("findmnt.py", ["-n", "-r", "-b", "-o", "FSTYPE,SIZE,USED,AVAIL,USE%", "-M", "/"], env).stdout
+    assert raw == "xfs 53687091200 49928994816 3758096384 93%\n"
+    table = _shim("findmnt.py", ["-o", "TARGET,SIZE,USE%", "-T", "/"], env).stdout
+    assert table == "TARGET  SIZE USE%\n/        50G  93%\n"  # SIZE at its width hint of 5
+    (tmp_path / "system.json").write_text("{}")  # no root_fs: the real tool, unchanged
+    assert _shim("findmnt.py", ["-n", "-o", "TARGET", "-T", "/"], env).stdout == "/\n"
+
+
+@pytest.mark.parametrize("argv", [["-T", "/"], ["-J", "-T", "/tmp"], ["-D", "-T", "/"], ["-l", "-o", "TARGET,SIZE"],
+                                  ["-P", "-o", "TARGET,SOURCE,SIZE"], ["-J", "-b", "-o", "TARGET,FSTYPE,SIZE"]])
+def test_findmnt_shim_over_the_machines_own_root_prints_what_findmnt_prints(tmp_path, argv):
+    env = _root_view(tmp_path, _host_root())
+    real = subprocess.run(["/usr/bin/findmnt", *argv], capture_output=True, text=True)
+    assert _shim("findmnt.py", argv, env).stdout == real.stdout
+
+
+def test_df_shim_rewrites_the_row_of_root_only(tmp_path):
+    env = _root_view(tmp_path, system.root_fs({"system": {"root_fs": {"fstype": "ext4", "size_gib": 50,
+                                                                      "used_pct": 93}}}))
+    assert _shim("df.py", ["-P", "/var"], env).stdout == (
+        "Filesystem     1024-blocks     Used Available Capacity Mounted on\n"
+        "/dev/nvme0n1p2    52428800 46320844   3486516      93% /\n")
+    assert _shim("df.py", ["-hT", "/"], env).stdout == (
+        "Filesystem     Type  Size  Used Avail Use% Mounted on\n/dev/nvme0n1p2 ext4   50G   45G  3.4G  93% /\n")
+    assert _shim("df.py", ["--output=pcent,source", "/"], env).stdout == "Use% Filesystem\n 93% /dev/nvme0n1p2\n"
+    dev = _shim("df.py", ["-P", "/dev"], env).stdout
+    assert dev == subprocess.run(["/usr/bin/df", "-P", "/dev"], capture_output=True, text=True).stdout
+    assert _shim("df.py", ["-B", "1M", "/"], env).stdout.startswith("Filesystem     1M-blocks")  # the real tool
+
+
+@pytest.mark.parametrize("argv", [["--output=source,fstype,size,target", "/"], ["-T", "--output=source,target"],
+                                  ["-a", "--output=source,size,target"]])
+def test_df_shim_over_the_machines_own_root_prints_what_df_prints(tmp_path, argv):
+    env = _root_view(tmp_path, _host_root())
+    real = subprocess.run(["/usr/bin/df", *argv], capture_output=True, text=True)
+    assert _shim("df.py", argv, env).stdout == real.stdout
+
+
+def test_df_human_sizes_round_up_as_coreutils_does():
+    spec = importlib.util.spec_from_file_location("df_shim", SHIMS / "df.py")
+    df = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(df)
+    assert [df.human(n, 1024) for n in (0, 1023, 1024, 1025, 10 * 2**30 - 1, 1788 * 2**30, 47 * 2**30 + 1)] == \
+        ["0", "1023", "1.0K", "1.1K", "10G", "1.8T", "48G"]
+    assert df.human(1023 * 2**30 + 1, 1024) == "1.0T" and df.human(1500, 1000) == "1.5k"
+
+
 def test_shim_modules_import_standalone():
-    for name in ("uname.py", "ip.py", "systemd_detect_virt.py"):
+    for name in ("uname.py", "ip.py", "systemd_detect_virt.py", "findmnt.py", "df.py"):
         spec = importlib.util.spec_from_file_location(name[:-3], SHIMS / name)
         spec.loader.exec_module(importlib.util.module_from_spec(spec))

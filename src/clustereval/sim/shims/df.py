@@ -76,12 +76,12 @@ def human(amount, base):
         r10 = (amount % base) * 10 + tenths
         r2 = (r10 % base) * 2 + (rounding >> 1)
         amount, tenths = amount // base, r10 // base
-        rounding = int(r2 != 0) if r2 < base else 2 + (base < r2)
+        rounding = int(r2 + rounding != 0) if r2 < base else 2 + (base < r2 + rounding)
         exponent += 1
         if not (base <= amount and exponent < len(letters)):
             break
     if amount < 10:
-        if tenths + rounding > 0:
+        if rounding > 0:
             tenths, rounding = tenths + 1, 0
             if tenths == 10:
                 amount, tenths = amount + 1, 0
