@@ -177,9 +177,11 @@ def _host_root():
 
 
 def test_root_fs_view_is_a_statvfs_whose_df_use_is_the_profiles():
-    view = system.root_fs({"system": {"root_fs": {"fstype": "ext4", "size_gib": 50, "used_pct": 93}}})
+    view = system.root_fs({"system": {"root_fs": {"fstype": "ext4", "size_gib": 50, "used_pct": 93,
+                                                  "source": "/dev/nvme0n1p2"}}})
     vfs = view["statvfs"]
     assert (view["source"], view["majmin"], vfs["blocks"]) == ("/dev/nvme0n1p2", "259:2", 50 * 2**30 // 4096)
+    assert system.root_fs({"system": {"root_fs": {"fstype": "xfs"}}})["source"] == _host_root()["source"]
     used = vfs["blocks"] - vfs["bfree"]
     assert -(-used * 100 // (used + vfs["bavail"])) == 93 and vfs["bfree"] - vfs["bavail"] == vfs["blocks"] // 20
     assert system.root_fs({"system": {}}) is None
@@ -189,7 +191,7 @@ def test_root_fs_view_is_a_statvfs_whose_df_use_is_the_profiles():
 
 def test_findmnt_shim_shows_the_nodes_root_in_every_layout(tmp_path):
     env = _root_view(tmp_path, system.root_fs({"system": {"root_fs": {"fstype": "xfs", "size_gib": 50,
-                                                                      "used_pct": 93}}}))
+                                                                      "used_pct": 93, "source": "/dev/nvme0n1p2"}}}))
     tree = json.loads(_shim("findmnt.py", ["-J", "-o", "TARGET,SOURCE,FSTYPE", "-T", "/tmp"], env).stdout)
     assert tree == {"filesystems": [{"target": "/", "source": "/dev/nvme0n1p2", "fstype": "xfs"}]}
     assert _shim("findmnt.py", ["-n", "-o", "SOURCE,FSTYPE", "-T", "/usr"], env).stdout == "/dev/nvme0n1p2 xfs\n"
@@ -211,7 +213,7 @@ def test_findmnt_shim_over_the_machines_own_root_prints_what_findmnt_prints(tmp_
 
 def test_df_shim_rewrites_the_row_of_root_only(tmp_path):
     env = _root_view(tmp_path, system.root_fs({"system": {"root_fs": {"fstype": "ext4", "size_gib": 50,
-                                                                      "used_pct": 93}}}))
+                                                                      "used_pct": 93, "source": "/dev/nvme0n1p2"}}}))
     assert _shim("df.py", ["-P", "/var"], env).stdout == (
         "Filesystem     1024-blocks     Used Available Capacity Mounted on\n"
         "/dev/nvme0n1p2    52428800 46320844   3486516      93% /\n")

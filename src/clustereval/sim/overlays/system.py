@@ -23,7 +23,8 @@ Profile section ``system:`` (cluster level, overridable per node under ``nodes:`
   own in the node's mount namespace (a loop-mounted ext4 image, or a sized tmpfs); ``null`` leaves it on
   the root filesystem. Applied by the cluster (cluster.py), as are the /proc files (:func:`proc_mounts`).
 * ``root_fs``: ``{fstype: ext4|xfs|tmpfs|overlay, source: /dev/nvme0n1p2, size_gib: N, used_pct: P}``: the
-  root filesystem ``findmnt`` and ``df`` show (shims: nothing can cover ``/proc/self/mountinfo``, and
+  root filesystem ``findmnt`` and ``df`` show (a disk's ``source`` defaults to the machine's own root
+  device, the one lsblk describes to the storage probes) (shims: nothing can cover ``/proc/self/mountinfo``, and
   ``statvfs("/")`` is the machine's). ``findmnt`` runs the real tool on a copy of the mount table whose
   ``/`` is this one; both shims rewrite the size columns of ``/`` only. ``used_pct`` is df's Use% (ext4
   keeps 5% of its blocks for root, as mke2fs does). Unset: the machine's own root.
@@ -56,14 +57,17 @@ ROOT_FS_KEYS = {"fstype", "source", "size_gib", "used_pct"}
 # last field; findmnt's OPTIONS joins them to the mount's own ``rw,relatime``) and the share of blocks
 # kept for root (ext4's mke2fs default of 5%: df's Avail and Use% leave it out, findmnt's USE% does not).
 ROOT_FS = {
-    "ext4": {"majmin": "259:2", "source": "/dev/nvme0n1p2", "options": "rw,errors=remount-ro", "reserved": 0.05},
-    "xfs": {"majmin": "259:2", "source": "/dev/nvme0n1p2",
-            "options": "rw,attr2,inode64,logbufs=8,logbsize=32k,noquota", "reserved": 0.0},
+    "ext4": {"majmin": None, "source": None, "options": "rw,errors=remount-ro", "reserved": 0.05},
+    "xfs": {"majmin": None, "source": None, "options": "rw,attr2,inode64,logbufs=8,logbsize=32k,noquota",
+            "reserved": 0.0},
     "tmpfs": {"majmin": "0:22", "source": "tmpfs", "options": "rw,size={size_kib}k,mode=755,inode64",
               "reserved": 0.0},
     "overlay": {"majmin": "0:31", "source": "overlay", "options": "rw,lowerdir=/run/rootfsbase,"
                 "upperdir=/run/overlayfs,workdir=/run/ovlwork,uuid=on", "reserved": 0.0},
 }
+# A disk-backed root's device defaults to the machine's own root device (what lsblk, and so the storage
+# probes, can describe); a named one gets the NVMe major, 259.
+NAMED_DEVICE_MAJMIN = "259:2"
 ROOT_BLOCK_SIZE = 4096
 VIEW_FILE = "system.json"  # /sim/system.json: what the uname, systemd-detect-virt and ip shims read
 
@@ -176,6 +180,15 @@ def view(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
             "netdevs": [dev["name"] for dev in netdevs(settings, state)], "root_fs": root_fs(settings)}
 
 
+def machine_root(mountinfo: str = "/proc/self/mountinfo") -> tuple[str, str]:
+    """(source, major:minor) of the machine's own root filesystem."""
+    for line in Path(mountinfo).read_text().splitlines():
+        fields = line.split(" ")
+        if len(fields) > 6 and fields[4] == "/" and "-" in fields[6:]:
+            return fields[fields.index("-", 6) + 2], fields[2]
+    return "/dev/root", "0:0"
+
+
 def root_fs(settings: dict[str, Any]) -> dict[str, Any] | None:
     """What the findmnt and df shims show for ``/`` (``system.root_fs``; None: the machine's own root): its
     mountinfo fields and a ``statvfs`` of its size, with ``used_pct`` as df's Use% (used over what
@@ -189,7 +202,12 @@ def root_fs(settings: dict[str, Any]) -> dict[str, Any] | None:
     reserved = int(blocks * kind["reserved"])
     used = int(float(root.get("used_pct", 12)) * (blocks - reserved) // 100)
     free = blocks - used
-    return {"fstype": fstype, "source": str(root.get("source") or kind["source"]), "majmin": kind["majmin"],
+    source, majmin = kind["source"], kind["majmin"]
+    if root.get("source"):
+        source, majmin = str(root["source"]), majmin or NAMED_DEVICE_MAJMIN
+    elif source is None:
+        source, majmin = machine_root()
+    return {"fstype": fstype, "source": source, "majmin": majmin,
             "super_options": kind["options"].format(size_kib=blocks * ROOT_BLOCK_SIZE // 1024),
             "statvfs": {"frsize": ROOT_BLOCK_SIZE, "blocks": blocks, "bfree": free, "bavail": free - reserved}}
 
