@@ -11,7 +11,8 @@ pytestmark = REQUIRES_SIM
 
 TAGS = ",".join(["audit.isolation.hbm_numa", "audit.isolation.pcie_passthrough", "audit.isolation.bmc_inband",
                  "audit.gpustack.perf_access", "audit.software.enroot", "audit.fabric.nic_link",
-                 "audit.scheduler.spool_disk", "audit.versions.kernel_pending", "audit.fleet.kernel_consistency"])
+                 "audit.scheduler.spool_disk", "audit.versions.kernel_pending", "audit.fleet.kernel_consistency",
+                 "audit.os.root_filesystem"])
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +26,8 @@ def status(results, check, node):
 
 def test_the_reference_machine_is_healthy(results):
     for check in ("audit.gpustack.perf_access", "audit.fabric.nic_link", "audit.scheduler.spool_disk",
-                  "audit.isolation.bmc_inband", "audit.software.enroot", "audit.versions.kernel_pending"):
+                  "audit.isolation.bmc_inband", "audit.software.enroot", "audit.versions.kernel_pending",
+                  "audit.os.root_filesystem"):
         assert status(results, check, "node1") == "pass", results[(check, "node1")]["summary"]
     assert status(results, "audit.isolation.pcie_passthrough", "node1") == "skip"  # bare metal, no vfio-pci
     assert status(results, "audit.isolation.hbm_numa", "node1") == "skip"  # x86_64
@@ -53,3 +55,10 @@ def test_kvm_guest_kernel_drift_and_apparmor_userns(results):
     assert drift["status"] in ("warn", "fail") and "node3 (6.1.0-28-amd64)" in drift["summary"]
     enroot = results[("audit.software.enroot", "node3")]
     assert enroot["status"] == "fail" and "apparmor_restrict_unprivileged_userns=1" in enroot["summary"]
+
+
+def test_small_full_root_filesystem(results):
+    root = results[("audit.os.root_filesystem", "node3")]
+    assert root["status"] == "fail" and root["value"] == 93
+    assert "50 GiB, 93% used" in root["summary"] and "only 50 GiB on a node with 8 GPUs" in root["summary"]
+    assert "1788 GiB, 12% used" in results[("audit.os.root_filesystem", "node1")]["summary"]
