@@ -9,8 +9,10 @@ from tests.integration.simrun import REQUIRES_SIM, audit_sim
 pytestmark = REQUIRES_SIM
 
 
-# Warns a healthy cluster shows too: GDRCopy not installed (optional), and VMSCAPE, which reads the CPU of the
-# machine the simulation runs on (/sys/devices/system/cpu/vulnerabilities cannot be overlaid per node).
+# Warns a healthy cluster shows too: GDRCopy not installed (optional; the gpustack overlay's gdrcopy section can
+# install its library and load gdrdrv, but not make a per-node /dev/gdrdrv yet, so a reference with it would be
+# half-installed), and VMSCAPE, which reads the CPU of the machine the simulation runs on
+# (/sys/devices/system/cpu/vulnerabilities cannot be overlaid per node).
 HEALTHY_WARNS = {"audit.gpustack.gdrcopy", "audit.isolation.vmscape"}
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from clustereval.sim import overlays
-from clustereval.sim.overlays import fabric, system, versions
+from clustereval.sim.overlays import fabric, gpustack, system, versions
 from clustereval.sim.profile import ProfileError, load_profile, node_settings, render_node
 
 SHIMS = Path(system.__file__).resolve().parents[1] / "shims"
@@ -246,3 +246,18 @@ def test_shim_modules_import_standalone():
     for name in ("uname.py", "ip.py", "systemd_detect_virt.py", "findmnt.py", "df.py"):
         spec = importlib.util.spec_from_file_location(name[:-3], SHIMS / name)
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+def test_gdrcopy_installs_its_library_and_loads_gdrdrv_without_a_device_node(tmp_path):
+    prof = load_profile("reference")
+    settings = {**node_settings(prof, "node1"), "gdrcopy": {"version": "2.4.4", "device": False}}
+    tree = overlays.Tree()
+    gpustack.render(settings, render_node(prof, "node1"), tree)
+    assert {"/usr/local/lib/libgdrapi.so.2.4", "/usr/local/lib/libgdrapi.so.2"} <= set(tree.files)
+    assert _text(tree, "/sys/module/gdrdrv/version") == "2.4\n" and "/dev/gdrdrv" not in tree.files
+    for bad, key in (({"version": "2.4.4"}, "gdrcopy.device"), ({"version": "3.0", "device": False}, "version"),
+                     ({"version": "2.4", "device": False, "udev": True}, "gdrcopy")):
+        path = tmp_path / "p.yml"
+        path.write_text("extends: reference\ncluster:\n  gdrcopy: " + json.dumps(bad) + "\n")
+        with pytest.raises(ProfileError, match=key):
+            load_profile(path)

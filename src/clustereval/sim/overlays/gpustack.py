@@ -7,7 +7,14 @@ upgrade without reboot), ``iommu_mode`` (``DMA`` / ``DMA-FQ`` instead of ``ident
 ``container_toolkit_unconfigured`` (no runtime config or CDI spec), ``bluefield_rshim_exposed`` (a
 BlueField-3 on the bus; the isolation overlay adds its host RShim netdev). ``driver_module.peermem``
 (nvidia_driver area) adds ``/sys/module/nvidia_peermem``.
-Not simulated: ``/dev/gdrdrv`` (device nodes cannot be made in the overlays; GDRCopy shows as absent) and
+``gdrcopy: {version: "2.4.4", device: false}`` (profile section, unset: not installed) installs GDRCopy's
+user library as its ``make install`` does (``/usr/local/lib/libgdrapi.so.MAJOR.MINOR`` and its soname
+``libgdrapi.so.MAJOR``: src/Makefile's LIB_VER/LIB_SONAME) and loads gdrdrv (``/sys/module/gdrdrv/version``:
+``MAJOR.MINOR``, gdrdrv.h's GDRDRV_VERSION_STRING). ``device: false`` is required for now, and states what the
+node then is: gdrdrv loaded without its ``/dev/gdrdrv`` (gdrcopy's insmod.sh or udev rule not run, gdr_open()
+fails). A per-node ``/dev/gdrdrv`` needs an overlay of ``/dev`` that keeps the machine's ``/dev/pts`` and
+``/dev/shm`` mounts, which the overlay mounts (overlays/__init__.py) do not make yet.
+Not simulated: ``/dev/gdrdrv`` (see ``gdrcopy``) and
 ``nvidia-smi boost-slider`` (no real capture of its output to be faithful to), ``lsmod`` and ``modinfo``
 (they read the host's /proc/modules and module files: only /sys/module shows the node's modules).
 """
@@ -15,6 +22,7 @@ Not simulated: ``/dev/gdrdrv`` (device nodes cannot be made in the overlays; GDR
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from clustereval.sim.overlays.nvidia_driver import module_settings
@@ -63,6 +71,35 @@ spec-dirs = ["/etc/cdi", "/var/run/cdi"]
 """
 
 
+GDRCOPY_KEYS = {"version", "device"}
+GDRCOPY_VERSION = re.compile(r"2\.[0-9]+(\.[0-9]+)?")  # the 2.x API (gdrapi.h GDR_API_MAJOR_VERSION 2)
+
+
+def validate_settings(settings: dict[str, Any]) -> None:
+    """Refuse a malformed ``gdrcopy:`` section with a message naming the key."""
+    given = settings.get("gdrcopy")
+    if given is None:
+        return
+    if not isinstance(given, dict) or set(given) - GDRCOPY_KEYS:
+        raise ValueError(f"gdrcopy must be null or {{version: '2.4.4', device: false}}; known keys: "
+                         f"{sorted(GDRCOPY_KEYS)}")
+    if not GDRCOPY_VERSION.fullmatch(str(given.get("version", ""))):
+        raise ValueError("gdrcopy.version must be a GDRCopy 2.x release such as '2.4.4'")
+    if given.get("device") is not False:
+        raise ValueError("gdrcopy.device must be false: a per-node /dev/gdrdrv is not simulated yet (the overlay "
+                         "of /dev would hide the machine's /dev/pts and /dev/shm); the node shows gdrdrv loaded "
+                         "without its device node")
+
+
+def render_gdrcopy(given: dict[str, Any], tree) -> None:
+    major, minor = str(given["version"]).split(".")[:2]
+    library = f"/usr/local/lib/libgdrapi.so.{major}.{minor}"
+    tree.file(library, "", 0o755)
+    tree.file(f"/usr/local/lib/libgdrapi.so.{major}", "", 0o755)  # the soname link ldconfig makes, as a file
+    tree.file("/sys/module/gdrdrv/version", f"{major}.{minor}\n", 0o444)
+    tree.file("/sys/module/gdrdrv/initstate", "live\n", 0o444)
+
+
 def iommu_groups(state: dict[str, Any]) -> list[list[str]]:
     """Groups as on an HGX with ACS off in the switches: each root port alone, each switch with its GPU/NIC."""
     groups = []
@@ -92,6 +129,8 @@ def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
         loaded.append("nvidia_peermem")
     for module in loaded:
         tree.file(f"/sys/module/{module}/initstate", "live\n")
+    if settings.get("gdrcopy"):
+        render_gdrcopy(settings["gdrcopy"], tree)
     mode = str(faults.get("iommu_mode") or "identity")
     for number, members in enumerate(iommu_groups(state), start=20):
         tree.file(f"/sys/kernel/iommu_groups/{number}/type", mode + "\n")
