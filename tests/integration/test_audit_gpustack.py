@@ -42,6 +42,8 @@ def test_gpustack_faults_are_found(tmp_path_factory):
     driver = results[("audit.gpustack.driver", "node3")]
     assert driver["status"] == "fail" and "550.54.15" in driver["summary"]
     assert results[("audit.gpustack.container_toolkit", "node3")]["status"] == "warn"
+    gdrcopy = results[("audit.gpustack.gdrcopy", "node3")]
+    assert gdrcopy["status"] == "fail" and "/dev/gdrdrv" in gdrcopy["summary"], gdrcopy["summary"]
     for check in ("audit.gpustack.pcie_acs", "audit.gpustack.iommu_mode", "audit.gpustack.driver",
                   "audit.gpustack.container_toolkit"):
         assert results[(check, "node1")]["status"] == "pass", check
