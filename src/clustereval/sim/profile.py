@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from clustereval import yamldata
+from clustereval.sim.keys import known_mapping
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 
@@ -450,9 +451,7 @@ TOOL_FAULT_MODES = ("ok", "missing")
 def _fabric(settings: dict[str, Any], faults: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
     """The node's fabric and its performance faults, resolved for the shims (node.json ``fabric``)."""
     fabric = {**FABRIC_DEFAULTS, **(settings.get("fabric") or {})}
-    unknown = set(settings.get("fabric") or {}) - set(FABRIC_DEFAULTS)
-    if unknown:
-        raise ProfileError(f"fabric has unknown keys {sorted(unknown)}; known: {sorted(FABRIC_DEFAULTS)}")
+    known_mapping("fabric", settings.get("fabric") or {}, FABRIC_DEFAULTS, error=ProfileError)
     gpu_cfg = settings.get("gpus") or {}
     if fabric["pcie_h2d_gbps"] is None:
         gen, width = int(gpu_cfg.get("pcie_gen", 5)), int(gpu_cfg.get("pcie_width", 16))
@@ -630,20 +629,12 @@ def check_provider(where: str, value: Any, node_level: bool) -> None:
     """Refuse a malformed ``provider:`` section with a message naming the key."""
     if value is None:
         return
-    if not isinstance(value, dict):
-        raise ProfileError(f"{where} must be a mapping with keys {sorted(PROVIDER_KEYS)}")
-    unknown = set(value) - PROVIDER_KEYS
-    if unknown:
-        raise ProfileError(f"{where} has unknown keys {sorted(unknown)}; known: {sorted(PROVIDER_KEYS)}")
+    known_mapping(where, value, PROVIDER_KEYS, error=ProfileError)
     for section, allowed in PROVIDER_SUBKEYS.items():
         sub = value.get(section)
         if sub is None:
             continue
-        if not isinstance(sub, dict):
-            raise ProfileError(f"{where}.{section} must be a mapping with keys {sorted(allowed)}")
-        unknown = set(sub) - allowed
-        if unknown:
-            raise ProfileError(f"{where}.{section} has unknown keys {sorted(unknown)}; known: {sorted(allowed)}")
+        known_mapping(f"{where}.{section}", sub, allowed, error=ProfileError)
         for key in ("interval_s", "after_s", "timeout_s", "from_s", "shutdown_s", "down_s", "slurmd_s"):
             if key in sub:
                 _number(f"{where}.{section}.{key}", sub[key])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from clustereval.sim.keys import known_mapping
 from clustereval.sim.profile import ProfileError
 
 ADMISSION_PLUGINS = ("ExtendedResourceToleration",)
@@ -22,9 +23,7 @@ POLICY_SPEC_KEYS = {"podSelector", "policyTypes", "ingress", "egress"}
 def check_settings(k8s: dict[str, Any], daemonsets: tuple[str, ...] | dict[str, Any]) -> None:
     """Refuse unknown or malformed ``k8s:`` keys with a message naming the key (ProfileError); ``daemonsets``:
     the names of the DaemonSets whose tolerations a profile may set."""
-    unknown = set(k8s) - SETTINGS
-    if unknown:
-        raise ProfileError(f"k8s has unknown keys {sorted(unknown)}; known: {sorted(SETTINGS)}")
+    known_mapping("k8s", k8s, SETTINGS, error=ProfileError)
     node_taints(k8s)
     for key in ("daemonset_tolerations", "namespaces", "network_policies"):
         if not isinstance(k8s.get(key) or {}, dict):

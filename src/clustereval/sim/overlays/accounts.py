@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from clustereval.sim.keys import known_mapping
 from clustereval.sim.overlays._files import append_lines
 
 EVALUATOR_KEYS = {"user", "sudo", "groups"}
@@ -37,11 +38,7 @@ def evaluator(settings: dict[str, Any]) -> dict[str, Any] | None:
     given = settings.get("evaluator")
     if not given:
         return None
-    if not isinstance(given, dict) or "user" not in given:
-        raise ValueError(f"evaluator must be a mapping with a user (keys {sorted(EVALUATOR_KEYS)})")
-    unknown = set(given) - EVALUATOR_KEYS
-    if unknown:
-        raise ValueError(f"evaluator has unknown keys {sorted(unknown)}; known: {sorted(EVALUATOR_KEYS)}")
+    known_mapping("evaluator", given, EVALUATOR_KEYS, required="user")
     user, sudo = str(given["user"]), str(given.get("sudo", "none"))
     if not _USER.match(user) or user == "root":
         raise ValueError(f"evaluator.user {user!r} is not a plain non-root user name")

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from clustereval.sim.keys import known_mapping
+
 FAULTS = {"nvidia_profiling_admin_only"}
 MODULE_KEYS = {"flavour", "peermem", "profiling_admin_only"}
 FLAVOURS = ("open", "proprietary")
@@ -24,11 +26,7 @@ BUILT = "Tue May 28 21:55:11 UTC 2024"
 def module_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """``{"flavour", "peermem"}`` of the node's NVIDIA kernel modules (ValueError naming the key)."""
     given = settings.get("driver_module") or {}
-    if not isinstance(given, dict):
-        raise ValueError(f"driver_module must be a mapping with keys {sorted(MODULE_KEYS)}")
-    unknown = set(given) - MODULE_KEYS
-    if unknown:
-        raise ValueError(f"driver_module has unknown keys {sorted(unknown)}; known: {sorted(MODULE_KEYS)}")
+    known_mapping("driver_module", given, MODULE_KEYS)
     flavour = str(given.get("flavour", "open"))
     if flavour not in FLAVOURS:
         raise ValueError(f"driver_module.flavour {flavour!r} is none of {', '.join(FLAVOURS)}")

@@ -31,6 +31,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from clustereval.sim.keys import known_mapping
 from clustereval.sim.overlays._files import shim_module, shim_text, symlink
 
 FAULTS = {"software_nccl_version", "software_enroot", "software_lmod", "software_nccl_topo_file",
@@ -74,11 +75,7 @@ def toolkits(settings: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for k, entry in enumerate(given):
         where = f"software.cuda_toolkit[{k}]"
-        if not isinstance(entry, dict) or "version" not in entry:
-            raise ValueError(f"{where} must be a mapping with a version (keys {sorted(TOOLKIT_KEYS)})")
-        unknown = set(entry) - TOOLKIT_KEYS
-        if unknown:
-            raise ValueError(f"{where} has unknown keys {sorted(unknown)}; known: {sorted(TOOLKIT_KEYS)}")
+        known_mapping(where, entry, TOOLKIT_KEYS, required="version")
         version = banners.resolve(entry["version"])
         if version is None:
             raise ValueError(f"{where}.version {entry['version']!r} has no verified nvcc banner; known: "
@@ -120,9 +117,7 @@ def nsight_compute(settings: dict[str, Any]) -> str | None:
 
 def validate_settings(settings: dict[str, Any]) -> None:
     """Refuse unknown ``software:`` keys and toolkits the simulation cannot print faithfully."""
-    unknown = set(settings.get("software") or {}) - SOFTWARE_KEYS
-    if unknown:
-        raise ValueError(f"software has unknown keys {sorted(unknown)}; known: {sorted(SOFTWARE_KEYS)}")
+    known_mapping("software", settings.get("software") or {}, SOFTWARE_KEYS)
     toolkits(settings)
     nsight_compute(settings)
 

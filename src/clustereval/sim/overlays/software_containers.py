@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from clustereval.sim.keys import known_mapping
 from clustereval.sim.overlays._files import append_lines, shim_module, shim_text
 from clustereval.sim.overlays.accounts import evaluator
 
@@ -43,11 +44,7 @@ def installs(settings: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"docker": None, "runc": None}
     docker = software.get("docker")
     if docker:
-        if not isinstance(docker, dict) or "version" not in docker:
-            raise ValueError(f"software.docker must be a mapping with a version (keys {sorted(DOCKER_KEYS)})")
-        unknown = set(docker) - DOCKER_KEYS
-        if unknown:
-            raise ValueError(f"software.docker has unknown keys {sorted(unknown)}; known: {sorted(DOCKER_KEYS)}")
+        known_mapping("software.docker", docker, DOCKER_KEYS, required="version")
         engines = shim_module("docker.py")
         version = _known("docker.version", docker["version"], engines.ENGINES)
         containerd = _known("docker.containerd", docker.get("containerd") or ENGINE_CONTAINERD[version],
@@ -58,11 +55,7 @@ def installs(settings: dict[str, Any]) -> dict[str, Any]:
                          "nvidia_runtime": bool(docker.get("nvidia_runtime", True))}
     runc = software.get("runc")
     if runc:
-        if not isinstance(runc, dict) or "version" not in runc:
-            raise ValueError(f"software.runc must be a mapping with a version (keys {sorted(RUNC_KEYS)})")
-        unknown = set(runc) - RUNC_KEYS
-        if unknown:
-            raise ValueError(f"software.runc has unknown keys {sorted(unknown)}; known: {sorted(RUNC_KEYS)}")
+        known_mapping("software.runc", runc, RUNC_KEYS, required="version")
         out["runc"] = {"version": _known("runc.version", runc["version"], shim_module("runc.py").BUILDS),
                        "path": str(runc.get("path") or "/usr/local/sbin/runc")}
     return out

@@ -40,6 +40,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from clustereval.sim.keys import known_mapping
 from clustereval.sim.overlays.fabric import _guid as port_guid_of
 from clustereval.sim.overlays.fabric import _pick as rail_pick
 
@@ -102,11 +103,7 @@ def validate_settings(settings: dict[str, Any]) -> None:
     where, value = "system", settings.get("system")
     if value is None:
         return
-    if not isinstance(value, dict):
-        raise ValueError(f"{where} must be a mapping with keys {sorted(KEYS)}")
-    unknown = set(value) - KEYS
-    if unknown:
-        raise ValueError(f"{where} has unknown keys {sorted(unknown)}; known: {sorted(KEYS)}")
+    known_mapping(where, value, KEYS)
     for key, allowed in (("virtualization", VIRTUALIZATIONS), ("architecture", ARCHITECTURES)):
         if key in value and value[key] not in allowed:
             raise ValueError(f"{where}.{key} must be one of {list(allowed)}")
@@ -120,11 +117,7 @@ def validate_settings(settings: dict[str, Any]) -> None:
         raise ValueError(f"{where}.dmi must be a mapping of /sys/class/dmi/id file names to strings")
     _validate_numa(f"{where}.numa", value.get("numa"))
     for k, dev in enumerate(value.get("netdevs") or []):
-        if not isinstance(dev, dict) or "name" not in dev:
-            raise ValueError(f"{where}.netdevs[{k}] must be a mapping with a name")
-        if set(dev) - NETDEV_KEYS:
-            raise ValueError(f"{where}.netdevs[{k}] has unknown keys {sorted(set(dev) - NETDEV_KEYS)}; "
-                               f"known: {sorted(NETDEV_KEYS)}")
+        known_mapping(f"{where}.netdevs[{k}]", dev, NETDEV_KEYS, required="name")
         if dev.get("link", "up") not in LINK_STATES:
             raise ValueError(f"{where}.netdevs[{k}].link must be one of {list(LINK_STATES)}")
     spool = value.get("spool_disk")
