@@ -85,8 +85,9 @@ def test_cordon_drain_uncordon_and_a_pod_on_its_node(sim):
     assert kubectl("cordon", "node1").stdout == "node/node1 already cordoned\n"
     cordoned = node(kubectl, "node1")
     assert cordoned["spec"]["unschedulable"] is True
-    assert {"effect": "NoSchedule", "key": "node.kubernetes.io/unschedulable"}.items() <= \
-        cordoned["spec"]["taints"][0].items()
+    # cordon adds the node controller's taint beside the GPU taint the profile gives the node
+    assert [(t["key"], t["effect"]) for t in cordoned["spec"]["taints"]] == [
+        ("nvidia.com/gpu", "NoSchedule"), ("node.kubernetes.io/unschedulable", "NoSchedule")]
     assert kubectl("uncordon", "node1").stdout == "node/node1 uncordoned\n"
     assert "unschedulable" not in node(kubectl, "node1")["spec"]
 
@@ -149,11 +150,12 @@ def test_reboot_over_ssh_makes_the_node_unknown_then_ready_with_a_new_boot_id(si
     down = node(kubectl, "node2")
     ready = condition(down, "Ready")
     assert (ready["reason"], ready["message"]) == ("NodeStatusUnknown", "Kubelet stopped posting node status.")
-    assert {(t["key"], t["effect"]) for t in down["spec"]["taints"]} == {
+    assert {(t["key"], t["effect"]) for t in down["spec"]["taints"]} == {("nvidia.com/gpu", "NoSchedule"),
         ("node.kubernetes.io/unreachable", "NoSchedule"), ("node.kubernetes.io/unreachable", "NoExecute")}
     assert wait(lambda: condition(node(kubectl, "node2"), "Ready")["status"] == "True", 15)
     after = node(kubectl, "node2")
-    assert after["status"]["nodeInfo"]["bootID"] != before and "taints" not in after["spec"]
+    assert after["status"]["nodeInfo"]["bootID"] != before
+    assert after["spec"]["taints"] == [{"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"}]
     assert ssh(directory, hosts["node2"], "cat /proc/sys/kernel/random/boot_id").stdout.strip() == \
         after["status"]["nodeInfo"]["bootID"]
     names = [e["event"] for e in cluster.ground_truth(directory, "node2")]
