@@ -394,6 +394,17 @@ class TestNvidiaDriver:
         result = self.check(PROC_550.replace("550.90.07", minimum))
         assert result["status"] == "pass" and result["expected"]["selector"] == "R580"
 
+    def test_a_module_and_library_that_disagree_are_both_named(self):
+        # Upgraded without a reboot: the loaded module (what runs) is graded, the library is named beside it.
+        minimum = comp("nvidia_driver")["branches"]["580"]["minimum"]
+        result = self.check(PROC_550.replace("550.90.07", minimum), smi="580.999.01")
+        assert result["status"] == "pass" and result["value"] == minimum
+        assert f"nvidia-smi's library sees 580.999.01, while the loaded kernel module sees {minimum}" in \
+            result["summary"] and "believed: the loaded kernel module" in result["summary"]
+        assert result["evidence"]["agreement"]["believed"] == "the loaded kernel module"
+        agreeing = self.check(PROC_550.replace("550.90.07", minimum), smi=minimum)
+        assert "seen differently" not in agreeing["summary"]
+
     def test_fail_below_branch_minimum(self):
         result = self.check(PROC_550.replace("550.90.07", "580.82.07"))
         assert result["status"] == "fail" and "a_id" in result["summary"]

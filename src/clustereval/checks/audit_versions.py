@@ -184,11 +184,16 @@ def nvidia_driver(ctx: Context) -> Verdict:
         smi = ctx.parsed(GPU_PROBE).get("driver_version")
     except (Skip, HarnessError, ProbeFailed) as exc:
         smi_problem = str(exc)
-    evidence = {"loaded_module": loaded, "nvidia_smi": smi}
+    evidence: dict[str, Any] = {"loaded_module": loaded, "nvidia_smi": smi}
     if loaded:
-        if smi and smi != loaded:
-            evidence["mismatch"] = f"nvidia-smi reports {smi}, the loaded module is {loaded} (reload pending)"
-        return _verdict(ctx, "nvidia_driver", loaded, "NVIDIA driver", "/proc/driver/nvidia/version", evidence)
+        # The loaded module is the driver that runs; nvidia-smi's library is what runs after the next reboot.
+        note, evidence["agreement"] = reconcile(
+            "the NVIDIA driver version", {"the loaded kernel module": loaded, "nvidia-smi's library": smi},
+            "the loaded kernel module", "it is the driver running now; the library on disk runs after a reboot")
+        verdict = _verdict(ctx, "nvidia_driver", loaded, "NVIDIA driver", "/proc/driver/nvidia/version", evidence)
+        if note:
+            verdict.summary = f"{verdict.summary}; {note}"
+        return verdict
     if smi:
         return _verdict(ctx, "nvidia_driver", smi, "NVIDIA driver", "nvidia-smi -q -x", evidence)
     gpus = [line for line in _section(sections, "nvidia-pci").text.splitlines() if line.strip()]
