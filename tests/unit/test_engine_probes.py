@@ -507,3 +507,18 @@ def test_selected_checks_and_mesh_addresses():
     assert filters.mesh_addresses(["n1", "n2", "n3"], hostvars) == {"n1": "10.1.0.1", "n2": "192.0.2.2", "n3": "n3"}
     assert set(filters.FilterModule().filters()) == {"selected_checks", "mesh_schedule", "probe_instances",
                                                      "mesh_addresses"}
+
+
+ACTING = [p for p in probe_catalogue.load().values() if "allow_actions" in (p.get("params") or [])]
+
+
+@pytest.mark.parametrize("definition", ACTING, ids=[p["name"] for p in ACTING])
+def test_every_acting_probe_acts_only_when_actions_are_allowed_and_unset_is_not(definition, tmp_path):
+    # One default for every acting probe: CLUSTEREVAL_ALLOW_ACTIONS=1 acts; unset or anything else does not.
+    assert "${CLUSTEREVAL_ALLOW_ACTIONS-unset}" in definition["cmd"]
+    assert "ALLOW_ACTIONS:-" not in definition["cmd"]
+    for env, said in (({}, "actions were not allowed"), ({"CLUSTEREVAL_ALLOW_ACTIONS": "0"}, "switched off")):
+        # no srun/kubectl/enroot on this PATH: only the guard can answer, before anything acts
+        proc = subprocess.run(["bash", "-c", definition["cmd"]], capture_output=True, text=True, timeout=30,
+                              cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env})
+        assert said in proc.stdout, (definition["name"], env, proc.stdout[-400:], proc.stderr[-400:])
