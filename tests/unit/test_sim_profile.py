@@ -102,3 +102,25 @@ def test_extends_merges_a_base_profile(tmp_path):
     loop.write_text("extends: loop.yml\ncluster: {}\n")
     with pytest.raises(ProfileError, match="extends itself"):
         load_profile(loop)
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("gpus: {count: -3}", "node2: gpus.count must be a whole number of GPUs, not -3"),
+    ("gpus: {count: eight}", "node2: ValueError: invalid literal for int()"),
+    ("gpus: {power_limit_w: lots}", "node2: ValueError: could not convert string to float: 'lots'"),
+])
+def test_every_node_is_rendered_before_a_cluster_is_touched(tmp_path, override, message):
+    from clustereval.sim import cluster
+
+    path = tmp_path / "bad.yml"
+    path.write_text(f"extends: reference\nnodes:\n  node2:\n    {override}\n")
+    with pytest.raises(sp.ProfileError, match=r"^profile ") as refused:
+        cluster.check_nodes(sp.load_profile(path), 3)
+    assert message in str(refused.value)
+
+
+def test_every_packaged_profile_renders_every_node():
+    from clustereval.sim import cluster
+
+    for name in sp.available_profiles():
+        cluster.check_nodes(sp.load_profile(name), 5)

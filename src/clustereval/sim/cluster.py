@@ -37,7 +37,14 @@ from clustereval.sim.overlays import accounts as accounts_overlay
 from clustereval.sim.overlays import k8s as k8s_overlay
 from clustereval.sim.overlays import software_tools
 from clustereval.sim.overlays import system as system_overlay
-from clustereval.sim.profile import load_profile, node_names, node_settings, provider_settings, render_node
+from clustereval.sim.profile import (
+    ProfileError,
+    load_profile,
+    node_names,
+    node_settings,
+    provider_settings,
+    render_node,
+)
 
 SHIM_SOURCES = Path(__file__).resolve().parent / "shims"
 SHIMS = {"nvidia-smi": "nvidia_smi.py", "dcgmi": "dcgmi.py", "dcgm-exporter": "dcgm_exporter.py",
@@ -713,6 +720,28 @@ def _sinfo_states(directory: Path) -> dict[str, tuple[str, str]]:
     return states
 
 
+def check_nodes(prof: dict[str, Any], nodes: int) -> None:
+    """Render every node of an ``nodes``-node cluster from the profile, turning what a bad value breaks (a
+    string where a number belongs, a negative count) into a ProfileError naming the node, before ``up`` acts."""
+    problems = []
+    for name in node_names(nodes):
+        try:
+            state = render_node(prof, name)
+            node_settings(prof, name)
+            provider_settings(prof, name)
+        except ProfileError as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            problems.append(f"{name}: {type(exc).__name__}: {exc}")
+            continue
+        count = (node_settings(prof, name).get("gpus") or {}).get("count", len(state["gpus"]))
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            problems.append(f"{name}: gpus.count must be a whole number of GPUs, not {count!r}")
+    if problems:
+        raise ProfileError(f"profile {prof['path']}: " + "; ".join(problems))
+
+
 def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[str, Any]:
     """Start a simulated cluster of ``nodes`` nodes in ``directory``; returns :func:`status`.
 
@@ -728,9 +757,12 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     if nodes < 1:
         raise SimError("a simulated cluster needs at least one node")
     directory = Path(directory).resolve()
+    # The whole profile is read and every node rendered before anything that may run there is touched: a bad
+    # profile leaves a running cluster as it was.
+    prof = load_profile(profile)
+    check_nodes(prof, nodes)
     directory.mkdir(parents=True, exist_ok=True)
     down(directory)
-    prof = load_profile(profile)
     p = _paths(directory)
     for stale in ("slurm", "munge", "nodes", "shims", "shared", "storage", "k8s"):
         shutil.rmtree(p[stale], ignore_errors=True)
