@@ -53,12 +53,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     from clustereval import report
 
     run_dir = Path(args.run_dir)
-    if not (run_dir / "results.jsonl").exists():
+    results_file = run_dir / "results.jsonl"
+    if not results_file.exists():
         print(f"clustereval: {run_dir} is not a run directory (no results.jsonl)", file=sys.stderr)
+        return 2
+    if not results_file.is_file():
+        print(f"clustereval: {results_file} is not a file: {run_dir} is not a run directory", file=sys.stderr)
         return 2
     for path in report.render_all(run_dir):
         print(f"wrote {path}")
     score = json.loads((run_dir / "score.json").read_text(encoding="utf-8"))
+    # Lines left out (torn, or breaking the result contract) are said here as well as in the report.
+    for warning in score.get("load_warnings") or []:
+        print(f"clustereval: {warning}", file=sys.stderr)
     print(report.summary_line(score))
     return 0
 

@@ -246,11 +246,14 @@ def append(run_dir: str | os.PathLike[str], results: Iterable[dict[str, Any]]) -
 
 
 def load(run_dir: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Read ``results.jsonl``; returns (results, warnings). A torn last line (a crash mid-write) is
-    reported in the warnings, never fatal."""
+    """Read ``results.jsonl``; returns (results, warnings). A torn last line (a crash mid-write) and a line that
+    breaks the result contract (:func:`problems`: a missing field, an unknown status) are reported in the
+    warnings and left out, never fatal: such a line can neither add a verdict nor replace a real one."""
     path = Path(run_dir) / RESULTS_FILE
     if not path.exists():
         return [], [f"{path} does not exist"]
+    if not path.is_file():
+        return [], [f"{path} is not a file (a {'directory' if path.is_dir() else 'special file'}): no results read"]
     results: list[dict[str, Any]] = []
     warnings: list[str] = []
     with open(path, encoding="utf-8", errors="replace") as fh:
@@ -264,6 +267,11 @@ def load(run_dir: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[st
                 continue
             if not isinstance(obj, dict):
                 warnings.append(f"{path.name}:{lineno}: not a JSON object, skipped")
+                continue
+            broken = problems(obj)
+            if broken:
+                warnings.append(f"{path.name}:{lineno}: breaks the result contract ({'; '.join(broken[:3])}), "
+                                "skipped")
                 continue
             results.append(obj)
     return results, warnings

@@ -63,3 +63,33 @@ def test_the_playbook_refuses_an_inventory_with_no_host(tmp_path):
     assert proc.returncode != 0
     assert "no host of the inventory matches" in proc.stdout + proc.stderr
     assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+GOOD = {"run_id": "r", "check": "audit.gpu.inventory", "phase": "audit", "domain": "audit", "subject": "n1",
+        "status": "fail", "severity": "critical", "summary": "7 GPU(s) visible where 8 Slurm declares"}
+
+
+@pytest.mark.parametrize("bad", [
+    {"check": "audit.gpu.inventory"},                              # most fields missing
+    {**GOOD, "status": "pass!!"},                                  # an unknown status
+    {**GOOD, "status": "pass", "severity": "none"},                # crafted to replace the real fail
+])
+def test_a_line_breaking_the_contract_is_reported_and_changes_no_verdict(tmp_path, capsys, bad):
+    results.append(tmp_path, [GOOD])
+    with open(tmp_path / results.RESULTS_FILE, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(bad) + "\n")
+    loaded, warnings = results.load(tmp_path)
+    assert [r["status"] for r in loaded] == ["fail"]
+    assert len(warnings) == 1 and "breaks the result contract" in warnings[0] and ":2:" in warnings[0]
+    assert cli.main(["report", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert "breaks the result contract" in out.err and "1 fail" in out.out
+    assert "breaks the result contract" in (tmp_path / "report.md").read_text()
+
+
+def test_a_results_file_that_is_a_directory_is_a_message(tmp_path, capsys):
+    (tmp_path / results.RESULTS_FILE).mkdir()
+    assert cli.main(["report", str(tmp_path)]) == 2
+    assert "is not a file" in capsys.readouterr().err
+    loaded, warnings = results.load(tmp_path)
+    assert loaded == [] and "is not a file (a directory)" in warnings[0]
