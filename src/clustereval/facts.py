@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from clustereval import private
 from clustereval import results as results_mod
 
 FACTS_DIR = "facts"
@@ -68,10 +69,11 @@ def hardware(host_facts: dict[str, Any]) -> dict[str, Any]:
 def write(run_dir: str | os.PathLike[str], host: str, facts: dict[str, Any]) -> Path:
     """Write one host's facts to ``facts/<host>.json`` (atomically: readers never see half a file)."""
     folder = Path(run_dir) / FACTS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
+    private.folder(folder)
     path = folder / f"{_SAFE.sub('_', host)}.json"
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps({"host": host, **facts}, indent=2, sort_keys=True, default=str) + "\n")
+    with private.open_file(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"host": host, **facts}, indent=2, sort_keys=True, default=str) + "\n")
     os.replace(tmp, path)
     return path
 

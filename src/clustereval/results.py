@@ -27,6 +27,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from clustereval import private
+
 STATUSES = ("pass", "warn", "fail", "skip", "error")
 
 
@@ -233,8 +235,8 @@ def append(run_dir: str | os.PathLike[str], results: Iterable[dict[str, Any]]) -
     if not lines:
         return 0
     path = Path(run_dir) / RESULTS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as fh:
+    private.folder(path.parent)
+    with private.open_file(path, "a", encoding="utf-8") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             fh.write("".join(lines))

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from clustereval import redact
+from clustereval import private, redact
 from clustereval import results as results_mod
 
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -55,16 +55,16 @@ def keep_probe_outputs(run_dir: str, subject: str, probes: dict[str, Any]) -> di
     (``artifact``, relative to the run dir)."""
     folder = host_dir(run_dir, subject)
     if probes:
-        folder.mkdir(parents=True, exist_ok=True)
+        private.folder(folder)
     kept = {}
     for name, probe in probes.items():
         probe = dict(probe)
         path = folder / safe(probe.get("artifact") or f"{name}.txt")
-        with open(path, "w", encoding="utf-8", errors="replace") as fh:
+        with private.open_file(path, "w", encoding="utf-8", errors="replace") as fh:
             fh.write(probe.get("stdout") or "")
         # A probe's params and command may carry a credential (a pip index URL with a token): never on disk.
         meta = redact.redact({key: probe.get(key) for key in META_KEYS})
-        with open(str(path) + META_SUFFIX, "w", encoding="utf-8") as fh:
+        with private.open_file(str(path) + META_SUFFIX, "w", encoding="utf-8") as fh:
             json.dump(meta, fh, indent=2, sort_keys=True, default=str)
         probe["artifact"] = os.path.relpath(path, run_dir)
         kept[name] = probe

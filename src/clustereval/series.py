@@ -14,6 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from clustereval import private
+
 SERIES_DIR = "series"
 
 
@@ -50,9 +52,9 @@ def write(run_dir: str | os.PathLike[str], relative: str, rows: list[dict[str, A
             seen.update(dict.fromkeys(row))
         columns = list(seen)
     path = Path(run_dir) / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private.folder(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+    with private.open_file(tmp, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(columns)
         for row in rows:

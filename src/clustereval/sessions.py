@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clustereval import parsers
+from clustereval import parsers, private
 from clustereval.results import now_iso
 from clustereval.rundir import safe
 from clustereval.series import SERIES_DIR, cell, typed
@@ -71,8 +71,8 @@ class Recorder:
         self.offsets: dict[str, int] = {}
         self.raw_dir = self.run_dir / "raw" / safe(subject) / safe(session)
         self.series_dir = self.run_dir / SERIES_DIR / safe(subject)
-        self.raw_dir.mkdir(parents=True, exist_ok=True)
-        self.series_dir.mkdir(parents=True, exist_ok=True)
+        private.folder(self.raw_dir)
+        private.folder(self.series_dir)
 
     # ------------------------------------------------------------------ paths
     def raw_path(self, stream: str, suffix: str = "out") -> Path:
@@ -100,7 +100,7 @@ class Recorder:
                 self.offsets[f"{name}.{suffix}"] = int(part.get("offset") or self.offsets.get(f"{name}.{suffix}", 0))
                 if not data:
                     continue
-                with open(self.raw_path(name, suffix), "ab") as fh:
+                with private.open_file(self.raw_path(name, suffix), "ab") as fh:
                     fh.write(data)
                 if suffix == "err":
                     state.bytes_err += len(data)
@@ -154,7 +154,7 @@ class Recorder:
             for row in rows:
                 seen.update(dict.fromkeys(row))
             state.columns = ["host", "received_at", *[c for c in seen if c not in ("host", "received_at")]]
-        with open(path, "a", newline="", encoding="utf-8") as fh:
+        with private.open_file(path, "a", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh)
             if not has_header:
                 writer.writerow(state.columns)
