@@ -7,7 +7,9 @@ each node's scratch directory.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -224,3 +226,21 @@ def test_sshd_dies_mid_run_keeps_what_was_measured(tmp_path):
     for node in ("node1", "node3"):
         assert ("storage.fio.seq_read", node) in keyed
     assert (run_dir / "score.json").exists() and "node2" in (run_dir / "report.md").read_text()
+
+
+def test_reachability_is_measured_afresh_not_through_a_kept_connection(tmp_path):
+    # `systemctl stop ssh` stops only the listener (KillMode=process): sessions live on, and so does an SSH
+    # master connection an earlier run kept (ControlPersist). A re-run must still find the node unreachable.
+    sim = tmp_path / "sim"
+    with simulated_cluster(sim, 2, "reference"):
+        first = playbook(sim / "inventory.ini", "-e", "clustereval_phases=audit", "--tags", "audit.os.kernel",
+                         "-e", f"clustereval_out={tmp_path / 'first'}")
+        assert first.returncode == 0, first.stdout[-2000:]
+        listener = json.loads((sim / "state.json").read_text())["processes"]["sshd:node2"]["pid"]
+        os.kill(listener, signal.SIGTERM)
+        time.sleep(0.5)
+        again = playbook(sim / "inventory.ini", "-e", "clustereval_phases=audit", "--tags", "audit.os.kernel",
+                         "-e", f"clustereval_out={tmp_path / 'again'}")
+    keyed = by_key(results(tmp_path / "again"))
+    assert keyed[("harness.node.reachable", "node2")]["status"] == "fail", again.stdout[-2000:]
+    assert keyed[("audit.os.kernel", "node1")]["status"] == "pass"
