@@ -187,6 +187,10 @@ def test_unreachable_node_from_the_start(tmp_path):
     keyed = by_key(results(run_dir))
     assert keyed[("harness.node.reachable", "node3")]["status"] == "fail"
     assert ("audit.gpu.inventory", "node3") not in keyed
+    # node2's SSH peer is node3: the dead node is not blamed on its healthy neighbour
+    blamed = keyed[("audit.access.ssh_between_nodes", "node2")]
+    assert blamed["status"] == "skip" and "unreachable in this run for the controller too" in blamed["summary"]
+    assert keyed[("audit.access.ssh_between_nodes", "node1")]["status"] == "pass"
     for node in ("node1", "node2"):
         assert keyed[("audit.gpu.inventory", node)]["status"] == "pass"
         assert ("storage.fio.seq_write", node) in keyed

@@ -147,6 +147,16 @@ class TestSshBetweenNodes:
         out = "peer=10.0.0.2\nstrict_rc=255\nstrict_out=ssh: connect to host 10.0.0.2 port 22: Connection refused\n"
         assert ssh_outcome(key_values(out, "="))[1] == "unreachable"
 
+    def test_a_peer_the_controller_could_not_reach_either_is_not_this_nodes_fault(self):
+        out = "peer=10.0.0.3\nstrict_rc=255\nstrict_out=ssh: connect to host 10.0.0.3 port 22: Connection refused\n"
+        live = {"n2": {"gpu_count": 8}}  # the siblings still in the run: n3 dropped out as unreachable
+        gone = run("audit.access.ssh_between_nodes", peer(out), fleet=live, peer_name="n3")
+        assert gone["status"] == "skip" and "unreachable in this run for the controller too" in gone["summary"]
+        # the peer answered the controller: this node cannot reach it, which is this node's finding
+        there = run("audit.access.ssh_between_nodes", peer(out), fleet={**live, "n3": {"gpu_count": 8}},
+                    peer_name="n3")
+        assert there["status"] == "fail" and there["value"] == "unreachable"
+
     def test_single_node_skips_and_missing_ssh_skips(self):
         assert run("audit.access.ssh_between_nodes", peer("peer=\n"))["status"] == "skip"
         assert run("audit.access.ssh_between_nodes", peer("", rc=127, missing=True, tool="ssh"))["status"] == "skip"

@@ -170,6 +170,11 @@ def ssh_between_nodes(ctx: Context) -> Verdict:
     status, value, summary = ssh_outcome(data)
     evidence = {key: data.get(key) for key in ("peer", "strict_rc", "strict_out", "loose_rc", "loose_out")
                 if key in data}
+    peer_name = str(ctx.options.get("peer_name") or "")
+    if value in ("unreachable", "failed") and ctx.fleet and peer_name and peer_name not in ctx.fleet:
+        # The peer is gone from the run (the controller could not reach it either): no finding about this node.
+        raise Skip(f"{peer} ({peer_name}) is unreachable in this run for the controller too, so SSH from "
+                   f"{ctx.subject} to it says nothing about {ctx.subject} ({summary})")
     return Verdict(status, summary, value, evidence=evidence)
 
 
