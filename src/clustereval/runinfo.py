@@ -93,6 +93,15 @@ def mark_active(path: str | os.PathLike[str]) -> None:
     Path(path).write_text(f"{os.getpid()} {process_start(os.getpid())}\n", encoding="utf-8")
 
 
+def marker_alive(path: str | os.PathLike[str]) -> bool:
+    """Whether the process a :func:`mark_active` marker names still runs (the same process, not a reused PID)."""
+    try:
+        pid, started = Path(path).read_text(encoding="utf-8").split()
+        return process_start(int(pid)) == started
+    except (OSError, ValueError):
+        return False
+
+
 @contextlib.contextmanager
 def recording(run_dir: str | os.PathLike[str], name: str) -> Iterator[None]:
     """While the block runs, a marker says this worker still records into the run directory: the results
@@ -111,13 +120,8 @@ def active_sessions(run_dir: str | os.PathLike[str]) -> list[str]:
     folder = Path(run_dir) / ACTIVE_SESSIONS
     alive = []
     for marker in sorted(folder.glob("*.pid")) if folder.is_dir() else []:
-        try:
-            pid, started = marker.read_text().split()
-            if process_start(int(pid)) != started:
-                continue
-        except (OSError, ValueError):
-            continue
-        alive.append(marker.stem)
+        if marker_alive(marker):
+            alive.append(marker.stem)
     return alive
 
 

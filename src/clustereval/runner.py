@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clustereval import results
+from clustereval import results, runinfo
 from clustereval.runinfo import default_run_dir
 
 
@@ -55,6 +55,31 @@ def _progress_printer(stream) -> Callable[[dict[str, Any]], bool]:
     return handle
 
 
+RUNNER_PREFIX = "clustereval-runner-"
+RUNNER_OWNER = "owner.pid"
+
+
+def sweep_runner_dirs(tmp: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove ansible-runner private folders of earlier runs whose process is gone (killed before its own clean-up:
+    SIGKILL, a power cut). They hold the run's extra vars and the controller's environment in clear."""
+    removed = []
+    for folder in Path(tmp or tempfile.gettempdir()).glob(f"{RUNNER_PREFIX}*"):
+        owner = folder / RUNNER_OWNER
+        if folder.is_dir() and not folder.is_symlink() and owner.is_file() and not runinfo.marker_alive(owner):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _private_dir() -> str:
+    """A fresh private folder (0700) for ansible-runner, marked with this process so a later run can remove it
+    should this one be killed before its ``finally``."""
+    sweep_runner_dirs()
+    private = tempfile.mkdtemp(prefix=RUNNER_PREFIX)
+    runinfo.mark_active(Path(private) / RUNNER_OWNER)
+    return private
+
+
 def evaluate(inventory: str, *, phases: list[str] | None = None, out: str | None = None,
              extravars: dict[str, Any] | None = None, tags: str | None = None, skip_tags: str | None = None,
              limit: str | None = None, verbosity: int = 0, stream=sys.stderr,
@@ -77,7 +102,7 @@ def evaluate(inventory: str, *, phases: list[str] | None = None, out: str | None
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "ANSIBLE_FORCE_COLOR": "0",
     }
-    private = tempfile.mkdtemp(prefix="clustereval-runner-")
+    private = _private_dir()
     try:
         cmdline = []
         if tags:
