@@ -233,7 +233,8 @@ def test_df_shim_over_the_machines_own_root_prints_what_df_prints(tmp_path, argv
     assert _shim("df.py", argv, env).stdout == real.stdout
 
 
-def test_df_human_sizes_round_up_as_coreutils_does():
+def test_df_human_sizes_round_up_as_coreutils_does(monkeypatch):
+    monkeypatch.syspath_prepend(str(SHIMS))  # as the shim launcher does: the shims share simnode
     spec = importlib.util.spec_from_file_location("df_shim", SHIMS / "df.py")
     df = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(df)
@@ -242,7 +243,8 @@ def test_df_human_sizes_round_up_as_coreutils_does():
     assert df.human(1023 * 2**30 + 1, 1024) == "1.0T" and df.human(1500, 1000) == "1.5k"
 
 
-def test_shim_modules_import_standalone():
+def test_shim_modules_import_standalone(monkeypatch):
+    monkeypatch.syspath_prepend(str(SHIMS))  # the launcher's sys.path: the shim directory, nothing of clustereval
     for name in ("uname.py", "ip.py", "systemd_detect_virt.py", "findmnt.py", "df.py"):
         spec = importlib.util.spec_from_file_location(name[:-3], SHIMS / name)
         spec.loader.exec_module(importlib.util.module_from_spec(spec))

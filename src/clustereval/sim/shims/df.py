@@ -12,10 +12,11 @@ BLOCK_SIZE variables, ``--help``, ``--version``), and output this cannot re-lay 
 tool's unchanged.
 """
 
-import json
 import os
 import subprocess
 import sys
+
+from simnode import node_view
 
 REAL = "/usr/bin/df"
 # the options whose layout this re-lays (and what they do to the size columns)
@@ -31,14 +32,6 @@ HEADERS = {"Filesystem": "source", "Type": "fstype", "Inodes": "itotal", "IUsed"
 MIN_WIDTHS = {"source": 14, "fstype": 4, "itotal": 5, "iused": 5, "iavail": 5, "ipcent": 4, "size": 5,
               "used": 5, "avail": 5, "pcent": 4, "file": 0, "target": 0}
 LEFT = {"source", "fstype", "file", "target"}
-
-
-def node_view():
-    try:
-        with open(os.path.join(os.environ.get("SIMNODE_ROOT") or "/sim", "system.json")) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return {}
 
 
 def options(argv):

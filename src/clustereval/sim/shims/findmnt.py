@@ -18,6 +18,8 @@ import re
 import subprocess
 import sys
 
+from simnode import node_view
+
 REAL = "/usr/bin/findmnt"
 MOUNTINFO = "/proc/self/mountinfo"
 DEFAULT_COLUMNS = ["TARGET", "SOURCE", "FSTYPE", "OPTIONS"]
@@ -32,14 +34,6 @@ LONG_WITH_ARG = {"--output", "--options", "--types", "--source", "--target", "--
                  "--tab-file", "--timeout", "--direction"}
 OTHER_TABLES = {"-s", "--fstab", "-m", "--mtab", "-F", "--tab-file", "-p", "--poll", "-N", "--task", "-x",
                 "--verify", "-h", "--help", "-V", "--version", "--output-all"}
-
-
-def node_view():
-    try:
-        with open(os.path.join(os.environ.get("SIMNODE_ROOT") or "/sim", "system.json")) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return {}
 
 
 def options(argv):

@@ -10,13 +10,7 @@ Like the real script it walks ``/sys/class/infiniband/*/device/net/*`` (``$SIMNO
 import os
 import sys
 
-
-def read(path, default=""):
-    try:
-        with open(path) as fh:
-            return fh.read().strip()
-    except OSError:
-        return default
+from simnode import read_attr
 
 
 def main(argv):
@@ -31,7 +25,7 @@ def main(argv):
         port_dir = os.path.join(root, name, "ports")
         ports = sorted(os.listdir(port_dir)) if os.path.isdir(port_dir) else ["1"]
         for netdev in netdevs:
-            state = "Up" if read(os.path.join(net, netdev, "operstate")) == "up" else "Down"
+            state = "Up" if read_attr(os.path.join(net, netdev, "operstate")) == "up" else "Down"
             sys.stdout.write("%s port %s ==> %s (%s)\n" % (name, ports[0], netdev, state))
     return 0
 

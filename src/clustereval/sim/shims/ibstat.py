@@ -12,19 +12,13 @@ Base lid, LMC, SM lid, Capability mask, Port GUID and Link layer. ``ibstat -l`` 
 import os
 import sys
 
+from simnode import read_attr
+
 STATES = {"1": "Down", "2": "Initializing", "3": "Armed", "4": "Active", "5": "Active/Defer"}
 
 
 def sysfs():
     return os.path.join(os.environ.get("SIMNODE_SYSFS") or "/sys", "class", "infiniband")
-
-
-def read(path, default=""):
-    try:
-        with open(path) as fh:
-            return fh.read().strip()
-    except OSError:
-        return default
 
 
 def guid_hex(text):
@@ -41,25 +35,25 @@ def ca_block(name):
     base = os.path.join(sysfs(), name)
     port_dir = os.path.join(base, "ports")
     ports = sorted(os.listdir(port_dir), key=int) if os.path.isdir(port_dir) else []
-    guid = guid_hex(read(os.path.join(base, "node_guid")))
-    fw = read(os.path.join(base, "fw_ver"))
-    lines = ["CA '%s'" % name, "\tCA type: %s" % read(os.path.join(base, "hca_type")),
+    guid = guid_hex(read_attr(os.path.join(base, "node_guid")))
+    fw = read_attr(os.path.join(base, "fw_ver"))
+    lines = ["CA '%s'" % name, "\tCA type: %s" % read_attr(os.path.join(base, "hca_type")),
              "\tNumber of ports: %d" % len(ports), "\tFirmware version: %s" % fw,
-             "\tHardware version: %s" % (read(os.path.join(base, "hw_rev")) or "0"),
+             "\tHardware version: %s" % (read_attr(os.path.join(base, "hw_rev")) or "0"),
              "\tNode GUID: %s" % guid, "\tSystem image GUID: %s" % guid]
     for port in ports:
         pdir = os.path.join(base, "ports", port)
-        state = read(os.path.join(pdir, "state"), "1: DOWN").split(":")[0].strip()
-        phys = read(os.path.join(pdir, "phys_state"), "3: Disabled").split(":", 1)[-1].strip()
-        layer = read(os.path.join(pdir, "link_layer"), "InfiniBand")
-        gid = read(os.path.join(pdir, "gids", "0"))
+        state = read_attr(os.path.join(pdir, "state"), "1: DOWN").split(":")[0].strip()
+        phys = read_attr(os.path.join(pdir, "phys_state"), "3: Disabled").split(":", 1)[-1].strip()
+        layer = read_attr(os.path.join(pdir, "link_layer"), "InfiniBand")
+        gid = read_attr(os.path.join(pdir, "gids", "0"))
         port_guid = guid_hex(":".join(gid.split(":")[4:])) if layer == "InfiniBand" else "0x0000000000000000"
         lines += ["\tPort %s:" % port, "\t\tState: %s" % STATES.get(state, "Down"),
-                  "\t\tPhysical state: %s" % phys, "\t\tRate: %s" % rate(read(os.path.join(pdir, "rate"))),
-                  "\t\tBase lid: %d" % int(read(os.path.join(pdir, "lid"), "0x0"), 16),
-                  "\t\tLMC: %s" % read(os.path.join(pdir, "lid_mask_count"), "0"),
-                  "\t\tSM lid: %d" % int(read(os.path.join(pdir, "sm_lid"), "0x0"), 16),
-                  "\t\tCapability mask: 0x%08x" % int(read(os.path.join(pdir, "cap_mask"), "0x0"), 16),
+                  "\t\tPhysical state: %s" % phys, "\t\tRate: %s" % rate(read_attr(os.path.join(pdir, "rate"))),
+                  "\t\tBase lid: %d" % int(read_attr(os.path.join(pdir, "lid"), "0x0"), 16),
+                  "\t\tLMC: %s" % read_attr(os.path.join(pdir, "lid_mask_count"), "0"),
+                  "\t\tSM lid: %d" % int(read_attr(os.path.join(pdir, "sm_lid"), "0x0"), 16),
+                  "\t\tCapability mask: 0x%08x" % int(read_attr(os.path.join(pdir, "cap_mask"), "0x0"), 16),
                   "\t\tPort GUID: %s" % port_guid, "\t\tLink layer: %s" % layer]
     return "\n".join(lines) + "\n"
 

@@ -13,6 +13,8 @@ import os
 import re
 import sys
 
+from simnode import read_attr
+
 REAL = "/usr/sbin/ip"
 SYSFS = os.path.join(os.environ.get("SIMNODE_SYSFS") or "/sys", "class", "net")  # SIMNODE_SYSFS: tests
 OPTIONS = {"-j": "json", "-json": "json", "-d": "details", "-details": "details", "-o": "oneline",
@@ -22,14 +24,6 @@ FLAG_BITS = [("LOOPBACK", 0x8), ("BROADCAST", 0x2), ("POINTOPOINT", 0x10), ("MUL
              ("NOARP", 0x80), ("ALLMULTI", 0x200), ("PROMISC", 0x100), ("UP", 0x1)]
 LINK_TYPES = {"1": "ether", "32": "infiniband", "772": "loopback"}
 BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-
-
-def read(path, default=""):
-    try:
-        with open(path) as fh:
-            return fh.read().strip()
-    except OSError:
-        return default
 
 
 def parse(argv):
@@ -53,19 +47,19 @@ def parse(argv):
 
 def interface(name):
     base = os.path.join(SYSFS, name)
-    kind = LINK_TYPES.get(read(os.path.join(base, "type")), "ether")
-    flags_value = int(read(os.path.join(base, "flags"), "0x0"), 16)
-    up, carrier = bool(flags_value & 0x1), read(os.path.join(base, "carrier")) == "1"
+    kind = LINK_TYPES.get(read_attr(os.path.join(base, "type")), "ether")
+    flags_value = int(read_attr(os.path.join(base, "flags"), "0x0"), 16)
+    up, carrier = bool(flags_value & 0x1), read_attr(os.path.join(base, "carrier")) == "1"
     flags = (["NO-CARRIER"] if up and not carrier else []) + [f for f, bit in FLAG_BITS if flags_value & bit]
     if up and carrier:
         flags.append("LOWER_UP")
-    state = read(os.path.join(base, "operstate"), "unknown").upper()
-    link = {"ifindex": int(read(os.path.join(base, "ifindex"), "0")), "ifname": name, "flags": flags,
-            "mtu": int(read(os.path.join(base, "mtu"), "1500")),
+    state = read_attr(os.path.join(base, "operstate"), "unknown").upper()
+    link = {"ifindex": int(read_attr(os.path.join(base, "ifindex"), "0")), "ifname": name, "flags": flags,
+            "mtu": int(read_attr(os.path.join(base, "mtu"), "1500")),
             "qdisc": "noqueue" if kind == "loopback" else "mq", "operstate": state, "linkmode": "DEFAULT",
-            "group": "default", "txqlen": int(read(os.path.join(base, "tx_queue_len"), "1000")),
-            "link_type": kind, "address": read(os.path.join(base, "address")),
-            "broadcast": read(os.path.join(base, "broadcast"))}
+            "group": "default", "txqlen": int(read_attr(os.path.join(base, "tx_queue_len"), "1000")),
+            "link_type": kind, "address": read_attr(os.path.join(base, "address")),
+            "broadcast": read_attr(os.path.join(base, "broadcast"))}
     details = {"promiscuity": 0, "allmulti": 0, "min_mtu": 0 if kind == "loopback" else 68,
                "max_mtu": {"loopback": 0, "infiniband": 65520}.get(kind, 9978)}
     if kind == "infiniband":

@@ -7,9 +7,10 @@ exit 1; ``-q`` prints nothing; ``-c`` (a node is no container) says ``none``; ``
 the exit status only. ``--help``, ``--version``, ``--list`` and usage errors run the real tool.
 """
 
-import json
 import os
 import sys
+
+from simnode import node_view
 
 REAL = "/usr/bin/systemd-detect-virt"
 MODES = {"-c": "container", "--container": "container", "-v": "vm", "--vm": "vm", "-r": "chroot",
@@ -17,11 +18,7 @@ MODES = {"-c": "container", "--container": "container", "-v": "vm", "--vm": "vm"
 
 
 def node_virtualization():
-    try:
-        with open(os.path.join(os.environ.get("SIMNODE_ROOT") or "/sim", "system.json")) as fh:
-            return json.load(fh).get("virtualization") or "none"
-    except (OSError, ValueError):
-        return "none"
+    return node_view().get("virtualization") or "none"
 
 
 def main(argv):

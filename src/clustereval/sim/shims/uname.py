@@ -7,22 +7,15 @@ fields below do not cover (``--help``, ``--version``, a bad option or operand) r
 ``/usr/bin/uname``, which prints its own text.
 """
 
-import json
 import os
 import sys
+
+from simnode import node_view
 
 SHORT = "snrvmpio"
 LONG = {"--kernel-name": "s", "--nodename": "n", "--kernel-release": "r", "--kernel-version": "v",
         "--machine": "m", "--processor": "p", "--hardware-platform": "i", "--operating-system": "o", "--all": "a"}
 REAL = "/usr/bin/uname"
-
-
-def node_view():
-    try:
-        with open(os.path.join(os.environ.get("SIMNODE_ROOT") or "/sim", "system.json")) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return {}
 
 
 def wanted(argv):
