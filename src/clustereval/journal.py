@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from clustereval import private
+
 JOURNAL_FILE = "journal.jsonl"
 UNDO_KINDS = ("session", "command")
 
@@ -31,10 +33,9 @@ def _now() -> str:
 
 def _append(run_dir: str | os.PathLike[str], entry: dict[str, Any]) -> None:
     path = Path(run_dir) / JOURNAL_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private.folder(path.parent)
     line = json.dumps(entry, sort_keys=True, default=str) + "\n"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+    with private.open_file(path, "a", encoding="utf-8") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             fh.write(line)
