@@ -726,8 +726,7 @@ def check_nodes(prof: dict[str, Any], nodes: int) -> None:
     problems = []
     for name in node_names(nodes):
         try:
-            state = render_node(prof, name)
-            node_settings(prof, name)
+            state, settings = render_node(prof, name), node_settings(prof, name)
             provider_settings(prof, name)
         except ProfileError as exc:
             problems.append(f"{name}: {exc}")
@@ -735,7 +734,7 @@ def check_nodes(prof: dict[str, Any], nodes: int) -> None:
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             problems.append(f"{name}: {type(exc).__name__}: {exc}")
             continue
-        count = (node_settings(prof, name).get("gpus") or {}).get("count", len(state["gpus"]))
+        count = (settings.get("gpus") or {}).get("count", len(state["gpus"]))
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             problems.append(f"{name}: gpus.count must be a whole number of GPUs, not {count!r}")
     if problems:
