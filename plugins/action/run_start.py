@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from ansible.plugins.action import ActionBase
 
-from clustereval import __version__, checks, journal, rundir
+from clustereval import __version__, checks, journal, plan, rundir
 from clustereval.runinfo import default_run_dir, inventory_summary, safe_options, write_json
 
 DOCUMENTATION = r"""
@@ -60,6 +60,9 @@ class ActionModule(ActionBase):
         run_id = f"{started.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
         from ansible.release import __version__ as ansible_version
 
+        run_tags = list(task_vars.get("ansible_run_tags") or ["all"])
+        skip_tags = list(task_vars.get("ansible_skip_tags") or [])
+
         info = {
             "run_id": run_id,
             "run_dir": run_dir,
@@ -70,6 +73,10 @@ class ActionModule(ActionBase):
             "versions": {"clustereval": __version__, "ansible_core": ansible_version},
             "options": safe_options(task_vars),
             "entry_point": os.environ.get("CLUSTEREVAL_ENTRY_POINT", "ansible-playbook"),
+            # What decides the checks (and what `clustereval resume` runs again with).
+            "selection": {"tags": run_tags, "skip_tags": skip_tags, "limit": task_vars.get("ansible_limit")},
+            "plan": plan.make(list(args.get("phases") or []), run_tags, skip_tags, list(args.get("targets") or []),
+                              _destructive_hosts(task_vars)),
         }
         previous = os.path.join(run_dir, "run.json")
         if os.path.exists(previous):
@@ -98,3 +105,13 @@ class ActionModule(ActionBase):
                       ansible_facts={"clustereval_run_dir": run_dir, "clustereval_run_id": run_id},
                       msg=message)
         return result
+
+
+def _destructive_hosts(task_vars):
+    """The hosts destructive drills may run on: the target list, when the opt-in flag is given too."""
+    targets = task_vars.get("clustereval_destructive_targets") or []
+    if isinstance(targets, str):
+        targets = [t.strip() for t in targets.split(",") if t.strip()]
+    allowed = str(task_vars.get("clustereval_allow_destructive", False)).lower() in ("true", "yes", "1", "on")
+    return [str(t) for t in targets] if allowed else []
+

@@ -6,6 +6,7 @@ same ``clustereval.gpu.results`` callback, so they produce the same run director
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -15,8 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clustereval import results, runinfo
+from clustereval import results, run_control, runinfo
 from clustereval.runinfo import default_run_dir
+
+# Exit status of an interrupted run, as a shell reports a process killed by the signal (128 + its number).
+INTERRUPTED_RC = {"SIGINT": 130, "SIGTERM": 143}
 
 
 def project_root() -> Path:
@@ -103,27 +107,40 @@ def evaluate(inventory: str, *, phases: list[str] | None = None, out: str | None
         "ANSIBLE_FORCE_COLOR": "0",
     }
     private = _private_dir()
+    # SSH master connections of this run only, closed with it (an earlier run's would answer for a node
+    # whose sshd has died; a kept one would outlive an interrupted run).
+    control_dir = Path(private) / "cp"
+    control_dir.mkdir(mode=0o700)
+    env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = str(control_dir)
+    control = run_control.RunControl(stream)
     try:
         cmdline = []
         if tags:
             cmdline += ["--tags", tags]
         if skip_tags:
             cmdline += ["--skip-tags", skip_tags]
-        result = ansible_runner.run(
-            private_data_dir=private,
-            project_dir=str(root / "playbooks"),
-            playbook=str(root / "playbooks" / playbook),
-            inventory=str(inventory_path),
-            extravars=variables,
-            envvars=env,
-            limit=limit,
-            verbosity=verbosity,
-            cmdline=" ".join(cmdline) or None,
-            quiet=True,
-            event_handler=_progress_printer(stream),
-        )
+        with control:
+            result = ansible_runner.run(
+                private_data_dir=private,
+                project_dir=str(root / "playbooks"),
+                playbook=str(root / "playbooks" / playbook),
+                inventory=str(inventory_path),
+                extravars=variables,
+                envvars=env,
+                limit=limit,
+                verbosity=verbosity,
+                cmdline=" ".join(cmdline) or None,
+                quiet=True,
+                event_handler=_progress_printer(stream),
+                cancel_callback=control.cancel,
+                settings={"pexpect_timeout": 0.5},
+            )
+            forced = control.finish(run_dir, control_dir)
         rc = result.rc if result.rc is not None else 1
-        if result.status not in ("successful", "failed"):
+        if control.interrupted:
+            rc = INTERRUPTED_RC.get(control.signal_name or "", 1)
+            _record_interruption(run_dir, control.interrupted, forced, stream)
+        elif result.status not in ("successful", "failed"):
             print(f"ansible-runner status: {result.status}", file=stream)
             tail = result.stdout.read()[-4000:] if result.stdout else ""
             if tail:
@@ -133,6 +150,20 @@ def evaluate(inventory: str, *, phases: list[str] | None = None, out: str | None
     finally:
         shutil.rmtree(private, ignore_errors=True)
     return rc, run_dir
+
+
+def _record_interruption(run_dir: Path, how: str, forced: list[int], stream) -> None:
+    """Say in run.json by what and when the run was interrupted, and re-write the reports with it."""
+    if not (run_dir / "run.json").exists():
+        print(f"clustereval: the run was interrupted ({how}) before its run directory was made", file=stream)
+        return
+    detail = f"{how}; the processes it had started were stopped" + (
+        f" ({len(forced)} of them by force)" if forced else "")
+    runinfo.mark_ended(run_dir, interrupted=detail)
+    from clustereval import report
+
+    with contextlib.suppress(Exception):  # the results are on disk; `clustereval report DIR` can retry
+        report.render_all(run_dir)
 
 
 def load_score(run_dir: Path) -> dict[str, Any] | None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 SOURCE = (Path(__file__).resolve().parents[2] / "plugins/module_utils/probe_runner.py").read_text()
@@ -43,3 +45,81 @@ def test_a_bad_request_fails_with_a_reason_and_runs_nothing():
     assert rc == 2 and "lack a name or a cmd" in answer["msg"]
     rc, answer = run(None, raw="{not json")
     assert rc == 2 and "unreadable probe request" in answer["msg"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def _wait_for(path: Path, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert path.exists(), f"{path} never appeared"
+
+
+def _start_runner(request: dict) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", SOURCE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc.stdin.write(json.dumps(request))
+    proc.stdin.close()
+    return proc
+
+
+def _cut_short_request(tmp_path: Path) -> dict:
+    """A probe that leaves a file and then works on (its process group: a shell and a background sleep), and a
+    probe queued after it, both with the same clean-up."""
+    left = tmp_path / "left-behind.dat"
+    body = ('echo data > "$CLUSTEREVAL_FILE"; echo $$ > "$CLUSTEREVAL_FILE.pid"; '
+            'sleep 60 & echo $! > "$CLUSTEREVAL_FILE.child"; wait')
+    cleanup = 'rm -f -- "$CLUSTEREVAL_FILE"'
+    return {"probes": [
+        {"name": "writes", "cmd": body, "runs": "exclusive", "timeout": 120, "params": {"file": str(left)},
+         "cleanup": cleanup},
+        {"name": "queued", "cmd": f'touch "{tmp_path}/queued-ran"', "runs": "exclusive",
+         "params": {"file": str(left)}, "cleanup": cleanup},
+    ]}
+
+
+def test_a_lost_controller_stops_every_probe_and_cleans_up(tmp_path):
+    # The SSH session closing is the reader of the runner's stdout going away.
+    left = tmp_path / "left-behind.dat"
+    proc = _start_runner(_cut_short_request(tmp_path))
+    _wait_for(Path(f"{left}.child"))
+    shell, child = int(Path(f"{left}.pid").read_text()), int(Path(f"{left}.child").read_text())
+    proc.stdout.close()  # the controller is gone: nobody reads the answer
+    assert proc.wait(timeout=15) == 3
+    deadline = time.monotonic() + 5
+    while (_alive(shell) or _alive(child)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(shell) and not _alive(child)
+    assert not left.exists(), "the probe's clean-up did not run"
+    assert not (tmp_path / "queued-ran").exists(), "a probe started after the collection was abandoned"
+
+
+def test_a_signalled_runner_stops_its_probes_and_cleans_up(tmp_path):
+    left = tmp_path / "left-behind.dat"
+    proc = _start_runner(_cut_short_request(tmp_path))
+    _wait_for(Path(f"{left}.child"))
+    child = int(Path(f"{left}.child").read_text())
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=15) == 3
+    assert proc.stdout.read() == ""  # nobody is left to answer
+    assert not _alive(child) and not left.exists() and not (tmp_path / "queued-ran").exists()
+
+
+def test_cleanup_runs_once_the_collection_ends(tmp_path):
+    # The write and the read share the file: it is removed once, after both, not between them.
+    data = tmp_path / "data"
+    rc, answer = run({"probes": [
+        {"name": "write", "cmd": 'echo x > "$CLUSTEREVAL_FILE"', "runs": "exclusive",
+         "params": {"file": str(data)}, "cleanup": 'rm -f -- "$CLUSTEREVAL_FILE"'},
+        {"name": "read", "cmd": 'cat "$CLUSTEREVAL_FILE"', "runs": "exclusive",
+         "params": {"file": str(data)}, "cleanup": 'rm -f -- "$CLUSTEREVAL_FILE"'},
+    ]})
+    assert rc == 0 and answer["probes"]["read"]["stdout"] == "x\n" and "abandoned" not in answer
+    assert not data.exists()

@@ -5,7 +5,8 @@ absence means "not installed"), ``parser``, ``artifact``, ``timeout`` (seconds),
 the default; ``exclusive``: alone on the node; ``cluster``: once per cluster), ``on_timeout`` (``error``,
 the default: the harness could not get evidence; ``fail``: a timeout is the cluster's fault, a hang) and
 ``params`` (the parameters it reads, each as ``$CLUSTEREVAL_<NAME>`` in its environment: the one way a
-probe is given parameters).
+probe is given parameters) and ``cleanup`` (a command, with the same parameters, that removes what the probe
+leaves on the node: the probe runner runs it once the collection has ended, also one cut short).
 """
 
 from __future__ import annotations

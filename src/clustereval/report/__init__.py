@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from clustereval import plan
 from clustereval import results as results_mod
 from clustereval.scoring import load_catalogue, read_run_info, score_run, write_atomic
 
@@ -166,7 +167,8 @@ def run_state(view: dict[str, Any]) -> str | None:
     """Why the run is incomplete (interrupted, or not ended), or None for a run that finished."""
     run = view["run"]
     if run.get("interrupted"):
-        return f"interrupted — {run['interrupted']}"
+        done = plan.phrase(view["score"].get("progress"))
+        return f"interrupted — {run['interrupted']}" + (f"; {done}" if done else "")
     if run and not run.get("ended"):
         return "not finished (interrupted without a word, or still running)"
     return None
@@ -208,7 +210,8 @@ def summary_line(score: dict[str, Any]) -> str:
     if unreachable and not any(c.get("id") == "unreachable_nodes" for c in binding):
         line += f"; unreachable: {_short_list(unreachable)}"
     if score.get("interrupted"):
-        line = f"INTERRUPTED ({score['interrupted']}) — {line}"
+        done = plan.phrase(score.get("progress"))
+        line = f"INTERRUPTED ({score['interrupted']}{'; ' + done if done else ''}) — {line}"
     return one_line(line)
 
 

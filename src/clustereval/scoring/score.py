@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from clustereval import plan, yamldata
 from clustereval import results as results_mod
-from clustereval import yamldata
 
 DEFAULT_RUBRIC = Path(__file__).with_name("rubric.yml")
 SCORE_FILE = "score.json"
@@ -475,9 +475,12 @@ def score_run(
     score["subjects"]["without_results"] = sorted(str(h) for h in inventory_hosts if str(h) not in seen)
     score["load_warnings"] = warnings + info_warnings
     score["interrupted"] = info.get("interrupted") or None
+    score["progress"] = plan.progress(info.get("plan"), results_mod.latest(loaded))
     if score["interrupted"]:
-        score["explanation"].insert(0, f"The run was interrupted ({score['interrupted']}): the tier stands only on "
-                                       f"what was measured before.")
+        done = plan.phrase(score["progress"])
+        score["explanation"].insert(0, f"The run was interrupted ({score['interrupted']})"
+                                       f"{', ' + done if done else ''}: the tier stands only on what was measured "
+                                       f"before.")
     elif info and not info.get("ended"):
         score["explanation"].insert(0, "The run has not finished (or stopped without a word): the tier stands "
                                        "only on what was measured so far.")
