@@ -105,18 +105,16 @@ def test_extends_merges_a_base_profile(tmp_path):
 
 
 @pytest.mark.parametrize(("override", "message"), [
-    ("gpus: {count: -3}", "node2: gpus.count must be a whole number of GPUs, not -3"),
-    ("gpus: {count: eight}", "node2: ValueError: invalid literal for int()"),
-    ("gpus: {power_limit_w: lots}", "node2: ValueError: could not convert string to float: 'lots'"),
+    ("gpus: {count: -3}", "nodes.node2.gpus.count: must be a whole number >= 0, not -3"),
+    ("gpus: {count: eight}", "nodes.node2.gpus.count: expected a whole number, not 'eight'"),
+    ("gpus: {power_limit_w: lots}", "nodes.node2.gpus.power_limit_w: expected a number, not 'lots'"),
 ])
-def test_every_node_is_rendered_before_a_cluster_is_touched(tmp_path, override, message):
-    from clustereval.sim import cluster
-
+def test_a_bad_value_is_refused_with_its_path_when_the_profile_loads(tmp_path, override, message):
     path = tmp_path / "bad.yml"
     path.write_text(f"extends: reference\nnodes:\n  node2:\n    {override}\n")
-    with pytest.raises(sp.ProfileError, match=r"^profile ") as refused:
-        cluster.check_nodes(sp.load_profile(path), 3)
-    assert message in str(refused.value)
+    with pytest.raises(sp.ProfileError) as refused:
+        sp.load_profile(path)
+    assert str(refused.value) == f"profile {path}: {message}"
 
 
 def test_every_packaged_profile_renders_every_node():

@@ -721,24 +721,16 @@ def _sinfo_states(directory: Path) -> dict[str, tuple[str, str]]:
 
 
 def check_nodes(prof: dict[str, Any], nodes: int) -> None:
-    """Render every node of an ``nodes``-node cluster from the profile, turning what a bad value breaks (a
-    string where a number belongs, a negative count) into a ProfileError naming the node, before ``up`` acts."""
-    problems = []
+    """Before ``up`` acts, find every problem an ``nodes``-node cluster has with a loaded profile: overrides for
+    nodes it does not have, and what rendering each node trips over that the profile's own checks cannot see
+    (a GPU index or a rail the node lacks once its settings are merged); one ProfileError lists them all."""
+    from clustereval.sim.profile import check_problems, unknown_node_problems
+
+    problems = unknown_node_problems(prof, nodes)
     for name in node_names(nodes):
-        try:
-            state, settings = render_node(prof, name), node_settings(prof, name)
-            provider_settings(prof, name)
-        except ProfileError as exc:
-            problems.append(f"{name}: {exc}")
-            continue
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            problems.append(f"{name}: {type(exc).__name__}: {exc}")
-            continue
-        count = (settings.get("gpus") or {}).get("count", len(state["gpus"]))
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            problems.append(f"{name}: gpus.count must be a whole number of GPUs, not {count!r}")
+        problems += check_problems(name, render_node, prof, name) + check_problems(name, provider_settings, prof, name)
     if problems:
-        raise ProfileError(f"profile {prof['path']}: " + "; ".join(problems))
+        raise ProfileError.listing(prof["path"], problems)
 
 
 def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[str, Any]:

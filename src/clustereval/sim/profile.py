@@ -13,6 +13,8 @@ import copy
 import hashlib
 import os
 import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +88,20 @@ GPU_SHUTDOWN_TEMP_C = 95
 
 
 class ProfileError(ValueError):
-    """A profile file that cannot be used, with a message naming the offending key."""
+    """A profile that cannot be used. ``problems`` lists every problem found, each naming its YAML path
+    (``nodes.node2.gpus.count: must be a whole number >= 0, not -3``); the message lists them all."""
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or [message]
+
+    @classmethod
+    def listing(cls, path: str | Path, problems: list[str]) -> ProfileError:
+        """One error for all of a profile's problems: one line when there is one, else one line each."""
+        if len(problems) == 1:
+            return cls(f"profile {path}: {problems[0]}", problems)
+        lines = "".join(f"\n  {problem}" for problem in problems)
+        return cls(f"profile {path} has {len(problems)} problems:{lines}", problems)
 
 
 def available_profiles() -> list[str]:
@@ -115,13 +130,15 @@ def _read_with_base(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
         raise ProfileError(f"profile {path} extends itself through {' -> '.join(map(str, seen))}")
     try:
         data = yamldata.load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ProfileError(f"profile {path} is not valid YAML: {exc}") from None
+    except OSError as exc:
+        raise ProfileError(f"profile {path} cannot be read: {exc.strerror}") from None
     if not isinstance(data, dict):
         raise ProfileError(f"profile {path} must be a mapping with a 'cluster:' key")
     base_name = data.get("extends")
     if not base_name:
-        return data
+        return {**data, "declared_nodes": _declared_nodes(data.get("cluster"))}
     base_ref = Path(str(base_name))
     if not base_ref.is_absolute() and base_ref.suffix in (".yml", ".yaml"):
         base_ref = path.parent / base_ref
@@ -132,113 +149,198 @@ def _read_with_base(path: Path, seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     merged_cluster = deep_merge(base.get("cluster") or {}, data.get("cluster") or {})
     merged_cluster["name"] = (data.get("cluster") or {}).get("name") or path.stem
     return {"cluster": merged_cluster,
-            "nodes": deep_merge(base.get("nodes") or {}, data.get("nodes") or {})}
+            "nodes": deep_merge(base.get("nodes") or {}, data.get("nodes") or {}),
+            "declared_nodes": max(base["declared_nodes"], _declared_nodes(data.get("cluster")))}
 
 
-def load_profile(name_or_path: str | Path) -> dict[str, Any]:
-    """Read and validate a profile; returns ``{"name", "path", "cluster", "nodes"}``.
+def _declared_nodes(cluster: Any) -> int:
+    """The node count a ``cluster:`` section declares (``nodes: 4``), 0 when it declares none."""
+    size = cluster.get("nodes") if isinstance(cluster, dict) else None
+    return size if _is_whole(size) and size > 0 else 0
+
+
+def load_profile(name_or_path: str | Path, nodes: int | None = None) -> dict[str, Any]:
+    """Read and validate a profile; returns ``{"name", "path", "cluster", "nodes", "declared_nodes"}``.
 
     ``extends: <profile>`` at the top of a profile starts from that profile (packaged name or a path
-    relative to this file) and merges this one's ``cluster:`` and ``nodes:`` over it.
+    relative to this file) and merges this one's ``cluster:`` and ``nodes:`` over it. Every problem is found
+    before one :class:`ProfileError` lists them all; given ``nodes`` (the size of the cluster about to start),
+    overrides for nodes that cluster does not have are among them (:func:`unknown_node_problems`).
     """
     path = profile_path(name_or_path)
     data = _read_with_base(path)
     if not isinstance(data.get("cluster"), dict):
         raise ProfileError(f"profile {path} needs a 'cluster:' mapping")
-    nodes = data.get("nodes") or {}
-    if not isinstance(nodes, dict):
+    overrides = data.get("nodes") or {}
+    if not isinstance(overrides, dict):
         raise ProfileError(f"profile {path}: 'nodes:' must be a mapping keyed by node name or index")
-    normalised: dict[str, dict[str, Any]] = {}
-    for key, override in nodes.items():
-        name = f"node{key}" if isinstance(key, int) or str(key).isdigit() else str(key)
-        if not isinstance(override, dict):
-            raise ProfileError(f"profile {path}: nodes.{key} must be a mapping")
-        from clustereval.sim import netfaults, overlays, sharedfs
-
-        known = KNOWN_FAULTS | overlays.faults() | sharedfs.FAULTS | netfaults.FAULTS
-        unknown = set(override.get("faults") or {}) - known
-        if unknown:
-            raise ProfileError(
-                f"profile {path}: nodes.{key}.faults has unknown keys {sorted(unknown)}; "
-                f"known: {sorted(known)}"
-            )
-        for fault, (allowed, required) in RUN_FAULTS.items():
-            if fault in (override.get("faults") or {}):
-                _check_run_fault(f"profile {path}: nodes.{key}.faults.{fault}", override["faults"][fault],
-                                 allowed, required)
-        mode = (override.get("faults") or {}).get("nvidia_smi", "ok")
-        if mode not in NVIDIA_SMI_MODES:
-            raise ProfileError(
-                f"profile {path}: nodes.{key}.faults.nvidia_smi must be one of {NVIDIA_SMI_MODES}"
-            )
-        check_provider(f"profile {path}: nodes.{key}.provider", override.get("provider"), node_level=True)
-        check_slurm(f"profile {path}: nodes.{key}", override, node_level=True)
-        normalised[name] = override
     cluster = data["cluster"]
-    check_provider(f"profile {path}: cluster.provider", cluster.get("provider"), node_level=False)
-    check_slurm(f"profile {path}: cluster", cluster, node_level=False)
-    wants_k8s = [f"nodes.{n}.provider.k8s" for n, o in normalised.items() if (o.get("provider") or {}).get("k8s")]
-    if (cluster.get("provider") or {}).get("k8s"):
-        wants_k8s.insert(0, "cluster.provider.k8s")
-    if wants_k8s and not (cluster.get("k8s") or {}).get("enabled"):
-        raise ProfileError(f"profile {path}: {wants_k8s[0]} needs the simulated Kubernetes API "
-                           "(cluster: {k8s: {enabled: true}}, e.g. extends: k8s-reference)")
     profile = {
         "name": str(cluster.get("name") or path.stem),
         "path": str(path),
         "cluster": cluster,
-        "nodes": normalised,
+        "nodes": {_node_name(key): override for key, override in overrides.items()},
+        # the most nodes this profile, or one it extends, declares (cluster.nodes); see unknown_node_problems
+        "declared_nodes": data["declared_nodes"],
     }
-    check_area_settings(profile)
+    problems = profile_problems(profile)
+    if nodes is not None:
+        problems += unknown_node_problems(profile, nodes)
+    if problems:
+        raise ProfileError.listing(path, problems)
     return profile
 
 
-def check_area_settings(profile: dict[str, Any]) -> None:
-    """Refuse what an overlay area cannot show (its ``validate_settings``: unknown keys, versions without
+def _node_name(key: Any) -> str:
+    """The node a ``nodes:`` key means: a 1-based index (``3``, ``"3"``) is ``node3``, a name is itself."""
+    if (isinstance(key, int) and not isinstance(key, bool)) or str(key).isdigit():
+        return f"node{int(key)}"
+    return str(key)
+
+
+def profile_problems(profile: dict[str, Any]) -> list[str]:
+    """Every problem of a loaded profile, each starting with its YAML path (``nodes.node2.gpus.count: ...``).
+
+    Node names are checked for their form only: which nodes exist depends on the size of the cluster
+    (:func:`unknown_node_problems`), and what only a rendered node shows is :func:`render_node`'s to find.
+    """
+    problems = list(section_problems("cluster", profile["cluster"], node_level=False))
+    for name, override in profile["nodes"].items():
+        problems += node_override_problems(name, override)
+    problems += k8s_api_problems(profile)
+    # An area's check that crashes on a value already refused above has nothing to add.
+    problems += area_problems(profile, report_crashes=not problems)
+    return problems
+
+
+def unknown_node_problems(profile: dict[str, Any], count: int) -> list[str]:
+    """Overrides for nodes beyond the larger of ``count`` and the profile's declared size: packaged profiles
+    describe node4 of their 4-node cluster while tests start 3 nodes, but an override for a node neither has
+    would be silently ignored."""
+    last = max(count, profile.get("declared_nodes", _declared_nodes(profile["cluster"])))
+    have = "node1" if last == 1 else f"node1..node{last}"
+    return [f"nodes.{name}: no such node: the cluster has {have}" for name in profile["nodes"]
+            if NODE_NAME.fullmatch(name) and int(name.removeprefix("node")) > last]
+
+
+def section_problems(where: str, section: dict[str, Any], node_level: bool) -> Iterator[str]:
+    """What is wrong in the cluster defaults or in one node's overrides (the same keys, bar the cluster-wide ones)."""
+    yield from schema_problems(where, section, NODE_SCHEMA if node_level else CLUSTER_SCHEMA)
+    yield from provider_problems(f"{where}.provider", section.get("provider"), node_level)
+    yield from slurm_problems(where, section, node_level)
+
+
+def node_override_problems(name: str, override: Any) -> Iterator[str]:
+    """What is wrong with one ``nodes:`` entry: its name, its settings and its faults."""
+    where = f"nodes.{name}"
+    if not NODE_NAME.fullmatch(name):
+        yield f"{where}: no such node: nodes are named node1, node2, ... (or keyed 1, 2, ...)"
+    if not isinstance(override, dict):
+        yield f"{where}: expected a mapping, not {override!r}"
+        return
+    yield from section_problems(where, override, node_level=True)
+    yield from fault_problems(f"{where}.faults", override.get("faults"))
+
+
+def fault_problems(where: str, faults: Any) -> Iterator[str]:
+    """Unknown faults, malformed faults during a run, bad ``nvidia_smi`` modes and values of the wrong type."""
+    if faults is None:
+        return
+    if not isinstance(faults, dict):
+        yield f"{where}: expected a mapping, not {faults!r}"
+        return
+    from clustereval.sim import netfaults, overlays, sharedfs
+
+    known = KNOWN_FAULTS | overlays.faults() | sharedfs.FAULTS | netfaults.FAULTS
+    unknown = set(faults) - known
+    if unknown:
+        yield f"{where} has unknown keys {sorted(unknown, key=str)}; known: {sorted(known)}"
+    for fault, (allowed, required) in RUN_FAULTS.items():
+        if fault in faults:
+            yield from _run_fault_problems(f"{where}.{fault}", faults[fault], allowed, required)
+    if faults.get("nvidia_smi", "ok") not in NVIDIA_SMI_MODES:
+        yield f"{where}.nvidia_smi must be one of {NVIDIA_SMI_MODES}"
+    yield from schema_problems(where, faults, FAULTS_SCHEMA)
+
+
+def k8s_api_problems(profile: dict[str, Any]) -> Iterator[str]:
+    """Provider automation on Kubernetes needs the simulated Kubernetes API (``cluster.k8s.enabled``)."""
+    cluster = profile["cluster"]
+    if _mapping(cluster.get("k8s")).get("enabled"):
+        return
+    wants_k8s = [f"nodes.{n}.provider.k8s" for n, o in profile["nodes"].items()
+                 if _mapping(_mapping(o).get("provider")).get("k8s")]
+    if _mapping(cluster.get("provider")).get("k8s"):
+        wants_k8s.insert(0, "cluster.provider.k8s")
+    for where in wants_k8s:
+        yield (f"{where} needs the simulated Kubernetes API "
+               "(cluster: {k8s: {enabled: true}}, e.g. extends: k8s-reference)")
+
+
+def area_problems(profile: dict[str, Any], report_crashes: bool = True) -> Iterator[str]:
+    """What an overlay area cannot show (its ``validate_settings``: unknown keys, versions without
     real output), for the cluster defaults and for every node the profile names."""
     from clustereval.sim import overlays
 
     checks = [module.validate_settings for module in overlays.areas() if hasattr(module, "validate_settings")]
     for where, settings in [("cluster", {**profile["cluster"], "faults": {}}),
-                            *((f"nodes.{n}", node_settings(profile, n)) for n in profile["nodes"])]:
+                            *((f"nodes.{n}", node_settings(profile, n)) for n, o in profile["nodes"].items()
+                              if isinstance(o, dict))]:
         for validate in checks:
-            try:
-                validate(settings)
-            except ValueError as exc:
-                raise ProfileError(f"profile {profile['path']}: {where}: {exc}") from None
+            yield from check_problems(where, validate, settings, refusal=ValueError, report_crashes=report_crashes)
+
+
+# What a check raises when it trips over a value of the wrong shape, besides the refusals it raises on purpose.
+CHECK_CRASHES = (ValueError, TypeError, KeyError, IndexError, AttributeError)
+
+
+def check_problems(where: str, check: Callable[..., Any], *args: Any, refusal: type[Exception] = ProfileError,
+                   report_crashes: bool = True) -> list[str]:
+    """``check(*args)``'s refusal (a ``refusal``) as a problem of ``where``; a crash on a value of the wrong
+    shape too, with its exception's name, unless ``report_crashes`` is false."""
+    try:
+        check(*args)
+    except refusal as exc:
+        return [f"{where}: {exc}"]
+    except CHECK_CRASHES as exc:
+        return [f"{where}: {type(exc).__name__}: {exc}"] if report_crashes else []
+    return []
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """``value`` when it is a mapping, else an empty one (its wrong type is reported where it is checked)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _run_fault_entries(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _check_run_fault(where: str, value: Any, allowed: set[str], required: set[str]) -> None:
-    """Refuse a malformed mid-run fault (a mapping, or a list of mappings) with a message naming the key."""
+def _run_fault_problems(where: str, value: Any, allowed: set[str], required: set[str]) -> Iterator[str]:
+    """What is malformed in a mid-run fault (a mapping, or a list of mappings), naming the key."""
     entries = _run_fault_entries(value)
-    if not entries:
-        raise ProfileError(f"{where} must be a mapping (or a list of mappings) with keys {sorted(allowed)}")
+    if not entries or not all(isinstance(entry, dict) for entry in entries):
+        yield f"{where} must be a mapping (or a list of mappings) with keys {sorted(allowed)}"
+        return
     for entry in entries:
-        if not isinstance(entry, dict):
-            raise ProfileError(f"{where} must be a mapping (or a list of mappings) with keys {sorted(allowed)}")
         unknown, missing = set(entry) - allowed, required - set(entry)
-        if unknown or missing:
-            raise ProfileError(f"{where}: unknown keys {sorted(unknown)}" if unknown
-                               else f"{where}: missing keys {sorted(missing)}")
+        if unknown:
+            yield f"{where}: unknown keys {sorted(unknown, key=str)}"
+        if missing:
+            yield f"{where}: missing keys {sorted(missing)}"
         for name in ("gpu", "code", "sm_clock_mhz"):
-            if name in entry and (isinstance(entry[name], bool) or not isinstance(entry[name], int)
-                                  or entry[name] < 0):
-                raise ProfileError(f"{where}.{name} must be a non-negative integer")
+            if name in entry:
+                yield from _number_problems(f"{where}.{name}", entry[name], integer=True)
         for name in ("after_s", "temperature_c", "memory_temperature_c"):
-            if name in entry and (isinstance(entry[name], bool) or not isinstance(entry[name], int | float)
-                                  or entry[name] < 0):
-                raise ProfileError(f"{where}.{name} must be a non-negative number")
-        if "reason" in entry and entry["reason"] not in THROTTLE_REASONS:
-            raise ProfileError(f"{where}.reason must be one of {sorted(THROTTLE_REASONS)}")
-        if entry.get("temperature_c", 0) >= GPU_SHUTDOWN_TEMP_C:
-            raise ProfileError(f"{where}.temperature_c must stay below {GPU_SHUTDOWN_TEMP_C} C, where the GPU "
-                               "shuts down (model that with xid_during_run: {code: 79})")
+            if name in entry:
+                yield from _number_problems(f"{where}.{name}", entry[name])
+        if "reason" in entry and not (isinstance(entry["reason"], str) and entry["reason"] in THROTTLE_REASONS):
+            yield f"{where}.reason must be one of {sorted(THROTTLE_REASONS)}"
+        if _is_number(entry.get("temperature_c")) and entry["temperature_c"] >= GPU_SHUTDOWN_TEMP_C:
+            yield (f"{where}.temperature_c must stay below {GPU_SHUTDOWN_TEMP_C} C, where the GPU "
+                   "shuts down (model that with xid_during_run: {code: 79})")
         if "message" in entry and not isinstance(entry["message"], str):
-            raise ProfileError(f"{where}.message must be a string")
+            yield f"{where}.message must be a string"
 
 
 def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -619,79 +721,101 @@ def default_drain_xids() -> list[int]:
     return sorted(codes | {79})
 
 
-def _number(where: str, value: Any, integer: bool = False) -> None:
-    kinds = int if integer else int | float
-    if isinstance(value, bool) or not isinstance(value, kinds) or value < 0:
-        raise ProfileError(f"{where} must be a non-negative {'integer' if integer else 'number'}")
+def _number_problems(where: str, value: Any, integer: bool = False) -> Iterator[str]:
+    if (COUNT if integer else AMOUNT).problem(value):
+        yield f"{where} must be a non-negative {'integer' if integer else 'number'}"
 
 
-def check_provider(where: str, value: Any, node_level: bool) -> None:
-    """Refuse a malformed ``provider:`` section with a message naming the key."""
+def _known_keys_problems(where: str, value: Any, known: Any) -> list[str]:
+    """:func:`known_mapping`'s refusal (not a mapping, or keys it does not know) as a problem, if any."""
+    try:
+        known_mapping(where, value, known, error=ProfileError)
+    except ProfileError as exc:
+        return [str(exc)]
+    return []
+
+
+def provider_problems(where: str, value: Any, node_level: bool) -> Iterator[str]:
+    """What is malformed in a ``provider:`` section, each naming its key."""
     if value is None:
         return
-    known_mapping(where, value, PROVIDER_KEYS, error=ProfileError)
+    yield from _known_keys_problems(where, value, PROVIDER_KEYS)
+    if not isinstance(value, dict):
+        return
     for section, allowed in PROVIDER_SUBKEYS.items():
         sub = value.get(section)
         if sub is None:
             continue
-        known_mapping(f"{where}.{section}", sub, allowed, error=ProfileError)
+        yield from _known_keys_problems(f"{where}.{section}", sub, allowed)
         for key in ("interval_s", "after_s", "timeout_s", "from_s", "shutdown_s", "down_s", "slurmd_s"):
-            if key in sub:
-                _number(f"{where}.{section}.{key}", sub[key])
-    hc = value.get("health_check") or {}
+            if key in _mapping(sub):
+                yield from _number_problems(f"{where}.{section}.{key}", sub[key])
+    yield from _health_check_problems(where, _mapping(value.get("health_check")), node_level)
+    yield from _remediation_problems(where, _mapping(value.get("remediation")), node_level)
+    yield from _provider_k8s_problems(where, _mapping(value.get("k8s")))
+    if "dcgm_injection" in value and not isinstance(value["dcgm_injection"], bool):
+        yield f"{where}.dcgm_injection must be true or false"
+
+
+def _health_check_problems(where: str, hc: dict[str, Any], node_level: bool) -> Iterator[str]:
     if "mode" in hc and hc["mode"] not in HEALTH_CHECK_MODES:
-        raise ProfileError(f"{where}.health_check.mode must be one of {list(HEALTH_CHECK_MODES)}")
+        yield f"{where}.health_check.mode must be one of {list(HEALTH_CHECK_MODES)}"
     if "interval_s" in hc:
         if node_level:
-            raise ProfileError(f"{where}.health_check.interval_s is cluster-wide only (slurm.conf has one "
-                               "HealthCheckInterval); set it under cluster.provider.health_check")
-        if hc["interval_s"] < 1 or not isinstance(hc["interval_s"], int):
-            raise ProfileError(f"{where}.health_check.interval_s must be a whole number of seconds >= 1")
-    for section, keys in CLUSTER_ONLY.items():
-        for key in keys:
-            if node_level and key in (value.get(section) or {}):
-                raise ProfileError(f"{where}.{section}.{key} is cluster-wide only (slurm.conf has one); set it "
-                                   f"under cluster.provider.{section}")
+            yield (f"{where}.health_check.interval_s is cluster-wide only (slurm.conf has one "
+                   "HealthCheckInterval); set it under cluster.provider.health_check")
+        elif _is_number(hc["interval_s"]) and POSITIVE_COUNT.problem(hc["interval_s"]):  # others: refused above
+            yield f"{where}.health_check.interval_s must be a whole number of seconds >= 1"
+    yield from _cluster_only_problems(where, "health_check", hc, node_level)
     if "checks" in hc and (not isinstance(hc["checks"], list) or any(c not in HEALTH_CHECKS for c in hc["checks"])):
-        raise ProfileError(f"{where}.health_check.checks must be a list of {list(HEALTH_CHECKS)}")
+        yield f"{where}.health_check.checks must be a list of {list(HEALTH_CHECKS)}"
     if "node_state" in hc and not (isinstance(hc["node_state"], str) and hc["node_state"] and all(
             word in HEALTH_CHECK_NODE_STATES for word in hc["node_state"].split(","))):
-        raise ProfileError(f"{where}.health_check.node_state must be one or more of {list(HEALTH_CHECK_NODE_STATES)}, "
-                           "joined with commas (HealthCheckNodeState)")
+        yield (f"{where}.health_check.node_state must be one or more of {list(HEALTH_CHECK_NODE_STATES)}, "
+               "joined with commas (HealthCheckNodeState)")
     if "drain_xids" in hc:
         codes = hc["drain_xids"]
-        if not isinstance(codes, list) or any(isinstance(c, bool) or not isinstance(c, int) or c < 0
-                                               for c in codes):
-            raise ProfileError(f"{where}.health_check.drain_xids must be a list of Xid codes (integers)")
-    rem = value.get("remediation") or {}
+        if not isinstance(codes, list) or any(COUNT.problem(c) for c in codes):
+            yield f"{where}.health_check.drain_xids must be a list of Xid codes (integers)"
+
+
+def _cluster_only_problems(where: str, section: str, settings: dict[str, Any], node_level: bool) -> Iterator[str]:
+    for key in CLUSTER_ONLY[section]:
+        if node_level and key in settings:
+            yield (f"{where}.{section}.{key} is cluster-wide only (slurm.conf has one); set it "
+                   f"under cluster.provider.{section}")
+
+
+def _remediation_problems(where: str, rem: dict[str, Any], node_level: bool) -> Iterator[str]:
     if "mode" in rem and rem["mode"] not in REMEDIATION_MODES:
-        raise ProfileError(f"{where}.remediation.mode must be one of {list(REMEDIATION_MODES)}")
+        yield f"{where}.remediation.mode must be one of {list(REMEDIATION_MODES)}"
     if "spare" in rem and rem["spare"] is not None:
         if node_level:
-            raise ProfileError(f"{where}.remediation.spare is cluster-wide only (the provider's spare pool)")
-        if not isinstance(rem["spare"], str) or not re.fullmatch(r"node\d+", rem["spare"]):
-            raise ProfileError(f"{where}.remediation.spare must be a node name like node5")
+            yield f"{where}.remediation.spare is cluster-wide only (the provider's spare pool)"
+        elif not (isinstance(rem["spare"], str) and NODE_NAME.fullmatch(rem["spare"])):
+            yield f"{where}.remediation.spare must be a node name like node5"
+    yield from _cluster_only_problems(where, "remediation", rem, node_level)
     if "return_to_service" in rem and rem["return_to_service"] not in (0, 1, 2):
-        raise ProfileError(f"{where}.remediation.return_to_service must be 0, 1 or 2 (ReturnToService)")
+        yield f"{where}.remediation.return_to_service must be 0, 1 or 2 (ReturnToService)"
     for key in ("reboot_program", "resume_program", "suspend_program"):
         if key in rem and not (isinstance(rem[key], str) and rem[key].startswith("/")):
-            raise ProfileError(f"{where}.remediation.{key} must be an absolute path")
-    k8s = value.get("k8s") or {}
+            yield f"{where}.remediation.{key} must be an absolute path"
+
+
+def _provider_k8s_problems(where: str, k8s: dict[str, Any]) -> Iterator[str]:
     if "detector" in k8s and k8s["detector"] not in K8S_DETECTORS:
-        raise ProfileError(f"{where}.k8s.detector must be one of {list(K8S_DETECTORS)}")
+        yield f"{where}.k8s.detector must be one of {list(K8S_DETECTORS)}"
     if "remediation" in k8s and k8s["remediation"] not in K8S_REMEDIATIONS:
-        raise ProfileError(f"{where}.k8s.remediation must be one of {list(K8S_REMEDIATIONS)}")
-    if "interval_s" in k8s and k8s["interval_s"] <= 0:
-        raise ProfileError(f"{where}.k8s.interval_s must be a positive number of seconds")
+        yield f"{where}.k8s.remediation must be one of {list(K8S_REMEDIATIONS)}"
+    if "interval_s" in k8s and _is_number(k8s["interval_s"]) and k8s["interval_s"] == 0:  # < 0: refused above
+        yield f"{where}.k8s.interval_s must be a positive number of seconds"
     if "condition" in k8s and not (isinstance(k8s["condition"], str)
                                    and re.fullmatch(r"[A-Z][A-Za-z0-9]*", k8s["condition"])):
-        raise ProfileError(f"{where}.k8s.condition must be a node condition type in CamelCase, e.g. NvidiaGPUProblem")
+        yield f"{where}.k8s.condition must be a node condition type in CamelCase, e.g. NvidiaGPUProblem"
     if "taint" in k8s and not (isinstance(k8s["taint"], str) and re.fullmatch(
             r"[A-Za-z0-9][-A-Za-z0-9_./]*(=[-A-Za-z0-9_.]*)?:(NoSchedule|PreferNoSchedule|NoExecute)", k8s["taint"])):
-        raise ProfileError(f"{where}.k8s.taint must be key[=value]:Effect with Effect NoSchedule, PreferNoSchedule "
-                           "or NoExecute")
-    if "dcgm_injection" in value and not isinstance(value["dcgm_injection"], bool):
-        raise ProfileError(f"{where}.dcgm_injection must be true or false")
+        yield (f"{where}.k8s.taint must be key[=value]:Effect with Effect NoSchedule, PreferNoSchedule "
+               "or NoExecute")
 
 
 # ----------------------------------------------------------------------------------------- Slurm settings
@@ -701,50 +825,58 @@ SLURM_NODE_KEYS = {"cpus", "real_memory_mb", "partition", "gres_type", "gres_cou
 SLURM_CLUSTER_KEYS = {"controller", "message_timeout_s", "prolog_epilog_timeout_s", "batch_start_timeout_s",
                       "job_defaults", "partition_job_defaults"}
 SLURM_JOB_DEFAULTS = {"cpus_per_gpu", "mem_per_gpu_mb", "mem_per_cpu_mb"}
-NODE_NAME = re.compile(r"node\d+")
+# A simulated node's name (node_names): node1, node2, ... with no leading zeros.
+NODE_NAME = re.compile(r"node[1-9]\d*")
 
 
-def check_slurm(where: str, section: dict[str, Any], node_level: bool) -> None:
-    """Refuse a malformed ``slurm:`` section, ``racks:`` (cluster) or ``rack:`` (node), naming the key."""
+def slurm_problems(where: str, section: dict[str, Any], node_level: bool) -> Iterator[str]:
+    """What is malformed in a ``slurm:`` section, ``racks:`` (cluster) or ``rack:`` (node), naming the key."""
     slurm = section.get("slurm")
-    if slurm is not None:
-        if not isinstance(slurm, dict):
-            raise ProfileError(f"{where}.slurm must be a mapping")
-        allowed = SLURM_NODE_KEYS | (set() if node_level else SLURM_CLUSTER_KEYS)
-        unknown = set(slurm) - allowed
-        if unknown:
-            cluster_only = unknown & SLURM_CLUSTER_KEYS
-            if cluster_only:
-                raise ProfileError(f"{where}.slurm.{sorted(cluster_only)[0]} is cluster-wide only (slurm.conf has "
-                                   "one); set it under cluster.slurm")
-            raise ProfileError(f"{where}.slurm has unknown keys {sorted(unknown)}; known: {sorted(allowed)}")
-        for key in ("prolog_s", "epilog_s", "message_timeout_s", "prolog_epilog_timeout_s", "batch_start_timeout_s"):
-            if key in slurm:
-                _number(f"{where}.slurm.{key}", slurm[key], integer=key.endswith("timeout_s"))
-        if "controller" in slurm and slurm["controller"] is not None and not (
-                isinstance(slurm["controller"], str) and NODE_NAME.fullmatch(slurm["controller"])):
-            raise ProfileError(f"{where}.slurm.controller must be a node name like node1 (or null: the host)")
-        for key in ("job_defaults", "partition_job_defaults"):
-            values = slurm.get(key)
-            if values is None:
-                continue
-            if not isinstance(values, dict) or set(values) - SLURM_JOB_DEFAULTS:
-                raise ProfileError(f"{where}.slurm.{key} must be a mapping with keys {sorted(SLURM_JOB_DEFAULTS)}")
-            for name, value in values.items():
-                _number(f"{where}.slurm.{key}.{name}", value, integer=True)
+    if slurm is not None and not isinstance(slurm, dict):
+        yield f"{where}.slurm must be a mapping"
+    elif slurm is not None:
+        yield from _slurm_section_problems(f"{where}.slurm", slurm, node_level)
+    yield from _rack_problems(where, section, node_level)
+
+
+def _slurm_section_problems(where: str, slurm: dict[str, Any], node_level: bool) -> Iterator[str]:
+    allowed = SLURM_NODE_KEYS | (set() if node_level else SLURM_CLUSTER_KEYS)
+    unknown = set(slurm) - allowed
+    for key in sorted(unknown & SLURM_CLUSTER_KEYS):
+        yield f"{where}.{key} is cluster-wide only (slurm.conf has one); set it under cluster.slurm"
+    if unknown - SLURM_CLUSTER_KEYS:
+        yield f"{where} has unknown keys {sorted(unknown - SLURM_CLUSTER_KEYS, key=str)}; known: {sorted(allowed)}"
+    for key in ("prolog_s", "epilog_s", "message_timeout_s", "prolog_epilog_timeout_s", "batch_start_timeout_s"):
+        if key in slurm:
+            yield from _number_problems(f"{where}.{key}", slurm[key], integer=key.endswith("timeout_s"))
+    if "controller" in slurm and slurm["controller"] is not None and not (
+            isinstance(slurm["controller"], str) and NODE_NAME.fullmatch(slurm["controller"])):
+        yield f"{where}.controller must be a node name like node1 (or null: the host)"
+    for key in ("job_defaults", "partition_job_defaults"):
+        values = slurm.get(key)
+        if values is None:
+            continue
+        if not isinstance(values, dict) or set(values) - SLURM_JOB_DEFAULTS:
+            yield f"{where}.{key} must be a mapping with keys {sorted(SLURM_JOB_DEFAULTS)}"
+        for name, value in _mapping(values).items():
+            yield from _number_problems(f"{where}.{key}.{name}", value, integer=True)
+    yield from schema_problems(where, slurm, SLURM_SCHEMA)
+
+
+def _rack_problems(where: str, section: dict[str, Any], node_level: bool) -> Iterator[str]:
     if node_level:
         if "racks" in section:
-            raise ProfileError(f"{where}.racks is cluster-wide; a node names its own with rack: NAME")
+            yield f"{where}.racks is cluster-wide; a node names its own with rack: NAME"
         if "rack" in section and not (isinstance(section["rack"], str) and section["rack"]):
-            raise ProfileError(f"{where}.rack must be a rack name")
+            yield f"{where}.rack must be a rack name"
         return
     if "rack" in section:
-        raise ProfileError(f"{where}.rack is per node; the cluster lists racks: {{RACK: [node1, ...]}}")
+        yield f"{where}.rack is per node; the cluster lists racks: {{RACK: [node1, ...]}}"
     racks = section.get("racks")
     if racks is not None and not (isinstance(racks, dict) and all(
             isinstance(members, list) and all(isinstance(n, str) and NODE_NAME.fullmatch(n) for n in members)
             for members in racks.values())):
-        raise ProfileError(f"{where}.racks must map each rack name to a list of node names")
+        yield f"{where}.racks must map each rack name to a list of node names"
 
 
 def provider_settings(profile: dict[str, Any], node: str) -> dict[str, Any]:
@@ -792,3 +924,181 @@ def provider_settings(profile: dict[str, Any], node: str) -> dict[str, Any]:
             "after_s": float(k8s.get("after_s", 30)),
         },
     }
+
+
+# ----------------------------------------------------------------------------------------- the profile schema
+# Types and ranges of the settings render_node and _fabric read, the same in the cluster defaults and in a
+# node's overrides. Sections with checks of their own (provider, Slurm's timeouts, faults during a run, the
+# overlay areas) are not repeated here. As before, keys a section does not name are left alone (an overlay
+# area may read them), except in ``fabric``, whose keys are FABRIC_DEFAULTS'.
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)  # YAML's true is no number
+
+
+def _is_whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One scalar setting: what a message calls it, which values are of it and, for numbers, its range."""
+
+    noun: str
+    fits: Callable[[Any], bool]
+    least: float | None = None
+    most: float | None = None
+
+    def problem(self, value: Any) -> str | None:
+        if not self.fits(value):
+            return f"expected {self.noun}, not {value!r}"
+        below = self.least is not None and _is_number(value) and value < self.least
+        above = self.most is not None and _is_number(value) and value > self.most
+        if not (below or above):
+            return None
+        if self.most is None:
+            return f"must be {self.noun} >= {self.least}, not {value!r}"
+        return f"must be {self.noun} from {self.least} to {self.most}, not {value!r}"
+
+
+@dataclass(frozen=True)
+class Section:
+    """A mapping of settings; ``closed``: keys it does not name are refused."""
+
+    keys: dict[str, Any]
+    closed: bool = False
+
+
+@dataclass(frozen=True)
+class ListOf:
+    item: Any
+
+
+@dataclass(frozen=True)
+class OneOrMany:
+    """One ``item`` or a list of them; ``by_gpu``: or a mapping GPU index -> item (as :func:`_per_gpu` reads)."""
+
+    item: Any
+    by_gpu: bool = False
+
+
+def schema_problems(where: str, value: Any, schema: Any) -> Iterator[str]:
+    """What in ``value`` does not fit ``schema`` (a Kind, Section, ListOf or OneOrMany), each naming its path."""
+    if isinstance(schema, Kind):
+        problem = schema.problem(value)
+        if problem:
+            yield f"{where}: {problem}"
+    elif value is None:
+        return  # an empty section or list, which render_node reads as none
+    elif isinstance(schema, Section):
+        yield from _section_problems(where, value, schema)
+    elif isinstance(schema, ListOf) and not isinstance(value, list):
+        yield f"{where}: expected a list, not {value!r}"
+    elif isinstance(value, list):
+        for k, item in enumerate(value):
+            yield from schema_problems(f"{where}[{k}]", item, schema.item)
+    elif isinstance(value, dict) and schema.by_gpu:
+        for index, item in value.items():
+            if COUNT.problem(index) and not str(index).isdigit():
+                yield f"{where}: expected GPU indices as keys, not {index!r}"
+            yield from schema_problems(f"{where}.{index}", item, schema.item)
+    else:
+        yield from schema_problems(where, value, schema.item)
+
+
+def _section_problems(where: str, value: Any, schema: Section) -> Iterator[str]:
+    if not isinstance(value, dict):
+        yield f"{where}: expected a mapping, not {value!r}"
+        return
+    if schema.closed:
+        yield from _known_keys_problems(where, value, schema.keys)
+    for key, sub in schema.keys.items():
+        if key in value:
+            yield from schema_problems(f"{where}.{key}", value[key], sub)
+
+
+COUNT = Kind("a whole number", _is_whole, 0)
+POSITIVE_COUNT = Kind("a whole number", _is_whole, 1)
+AMOUNT = Kind("a number", _is_number, 0)
+READING = Kind("a number", _is_number)
+PERCENT = Kind("a whole number", _is_whole, 0, 100)
+TEXT = Kind("a string", lambda value: isinstance(value, str))
+OPTIONAL_TEXT = Kind("a string", lambda value: value is None or isinstance(value, str))
+# YAML reads an unquoted 12.10 as the number 12.1: a version is a string.
+VERSION = Kind("a quoted version string", lambda value: isinstance(value, str))
+FLAG = Kind("true or false", lambda value: isinstance(value, bool))
+HOST_OR_COUNT = Kind("'host' or a whole number", lambda value: value == "host" or _is_whole(value), 1)
+PCI_BUS = Kind("a PCI bus number in hex such as '4C'", lambda value: isinstance(value, str | int)
+               and not isinstance(value, bool) and re.fullmatch(r"[0-9A-Fa-f]{1,2}", str(value)) is not None)
+GPU_MISSING = Kind("a number of GPUs or a list of GPU indices", lambda value: not COUNT.problem(value)
+                   or (isinstance(value, list) and not any(COUNT.problem(index) for index in value)))
+
+
+def _is_xid_entry(value: Any) -> bool:
+    """An Xid as ``faults.xid`` lists it: a code, the driver's whole line, or ``{code, gpu, message}``."""
+    if isinstance(value, dict):
+        return (set(value) <= {"code", "gpu", "message"} and isinstance(value.get("message") or "", str)
+                and not any(COUNT.problem(value[key]) for key in ("code", "gpu") if key in value))
+    return not COUNT.problem(value) or (isinstance(value, str) and ("NVRM" in value or value.isdigit()))
+
+
+XID_ENTRY = Kind("an Xid code, an 'NVRM: Xid' line or {code, gpu, message}", _is_xid_entry)
+
+
+def _kind_of_default(default: Any) -> Kind:
+    """The kind of a FABRIC_DEFAULTS value (None: a number left to be derived)."""
+    if isinstance(default, bool):
+        return FLAG
+    if isinstance(default, str):
+        return VERSION
+    if default is None:
+        return Kind("a number or null", lambda value: value is None or _is_number(value), 0)
+    return AMOUNT
+
+
+GPUS_SCHEMA = Section({
+    **dict.fromkeys(("model", "brand", "architecture", "pci_device_id", "pci_sub_system_id", "board_part_number",
+                     "gpu_part_number", "inforom_image"), TEXT),
+    **dict.fromkeys(("compute_cap", "vbios_version"), VERSION),
+    **dict.fromkeys(("count", "memory_mib", "memory_reserved_mib", "bar1_mib", "clocks_max_sm_mhz",
+                     "clocks_max_mem_mhz", "clocks_max_video_mhz"), COUNT),
+    **dict.fromkeys(("power_limit_w", "power_limit_min_w", "power_limit_max_w"), AMOUNT),
+    "pcie_gen": Kind("a whole number", _is_whole, 1, max(PCIE_H2D_X16_GBPS)),
+    "pcie_width": POSITIVE_COUNT,
+    "pci_bus_ids": ListOf(PCI_BUS),
+    "module_ids": ListOf(COUNT),
+    "persistence_mode": FLAG,
+    "ecc_uncorrected_volatile": OneOrMany(COUNT, by_gpu=True),
+    "idle": Section({
+        "temperature_c": OneOrMany(READING, by_gpu=True),
+        "memory_temperature_c": READING,
+        "power_draw_w": OneOrMany(AMOUNT, by_gpu=True),
+        **dict.fromkeys(("memory_used_mib", "sm_clock_mhz", "mem_clock_mhz"), COUNT),
+        "utilization_pct": PERCENT,
+    }),
+})
+NIC_SCHEMA = Section({"name": TEXT, "netdev": TEXT, "rate_gbps": AMOUNT, "link_layer": TEXT})
+_VERSIONS = ("driver_version", "cuda_version", "dcgm_version", "dcgm_exporter_version", "container_toolkit_version")
+NODE_SCHEMA = Section({
+    **dict.fromkeys(_VERSIONS, VERSION),
+    "gpus": GPUS_SCHEMA,
+    "nics": ListOf(NIC_SCHEMA),
+    "fabric": Section({key: _kind_of_default(default) for key, default in FABRIC_DEFAULTS.items()}, closed=True),
+})
+CLUSTER_SCHEMA = Section({**NODE_SCHEMA.keys, "name": TEXT, "nodes": POSITIVE_COUNT})
+# The Slurm node keys render_node reads (the timeouts and job defaults have checks of their own).
+SLURM_SCHEMA = Section({"cpus": HOST_OR_COUNT, "real_memory_mb": HOST_OR_COUNT, "partition": TEXT,
+                        "gres_type": OPTIONAL_TEXT, "gres_count": COUNT})
+FAULTS_SCHEMA = Section({
+    **dict.fromkeys(("driver_version", "cuda_version", "container_toolkit_version", "dcgm_exporter_version"),
+                    VERSION),
+    "gpu_missing": GPU_MISSING,
+    "slurm_state": TEXT,
+    "slurm_reason": TEXT,
+    "unreachable": FLAG,
+    "gpu_temperature_c": OneOrMany(READING, by_gpu=True),
+    "xid": OneOrMany(XID_ENTRY),
+    "nvlink_factor": AMOUNT,
+    "exporters_missing": ListOf(TEXT),
+})
