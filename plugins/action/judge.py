@@ -121,6 +121,16 @@ class ActionModule(ActionBase):
         subject = CLUSTER_SUBJECT if fleet_hosts is not None else task_vars["inventory_hostname"]
         chosen = checks.selection(check_ids, list(task_vars.get("ansible_run_tags") or ["all"]),
                                   list(task_vars.get("ansible_skip_tags") or []))
+        resume = task_vars.get("clustereval_resume") or {}
+        if resume and fleet_hosts is None and not collect_only:
+            # Resuming: a node runs again only the checks it has no result for (or only errors).
+            chosen = [c for c in chosen if c in ((resume.get("only") or {}).get(subject) or [])]
+        if resume:
+            # ... and cluster-wide checks, and a node's comparison with its siblings, are judged over the fleet.
+            if fleet_hosts is not None:
+                fleet_hosts = list(dict.fromkeys([*fleet_hosts, *(resume.get("fleet") or [])]))
+            if args.get("siblings") is not None:
+                args["siblings"] = list(dict.fromkeys([*args["siblings"], *(resume.get("fleet") or [])]))
         refused = {c: why for c in chosen if (why := checks.not_permitted(c, options, subject))}
         runnable = [c for c in chosen if c not in refused]
         # A selection judges either the node checks that compare the node with its siblings (with_fleet) or
@@ -152,12 +162,9 @@ class ActionModule(ActionBase):
             probes = rundir.keep_probe_outputs(run_dir, subject, probes)
         fleet, per_host = {}, {}
         if siblings is not None and fleet_hosts is None:
-            hostvars = task_vars.get("hostvars", {})
-            fleet = {h: hostvars[h].get("clustereval_facts") for h in siblings if h in hostvars and h != subject}
+            fleet = {h: self._facts_of(h, task_vars, run_dir, options, resume) for h in siblings if h != subject}
         if fleet_hosts is not None:
-            # Each hostvars lookup templates all of that host's variables: once per host.
-            hostvars = task_vars.get("hostvars", {})
-            fleet = {h: (hostvars[h].get("clustereval_facts") if h in hostvars else None) for h in fleet_hosts}
+            fleet = {h: self._facts_of(h, task_vars, run_dir, options, resume) for h in fleet_hosts}
             harnesses = sorted({(known or {}).get("harness") for known in fleet.values()} - {None})
             options["harness"] = checks.detect_harness(options.get("harness"), {}, fleet=harnesses)
             per_host = facts_mod.load(run_dir)
@@ -200,6 +207,22 @@ class ActionModule(ActionBase):
                       ansible_facts=new_facts,
                       msg=", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no check selected")
         return result
+
+    @staticmethod
+    def _facts_of(host: str, task_vars: dict[str, Any], run_dir: str, options: dict[str, Any],
+                  resume: dict[str, Any]) -> dict[str, Any] | None:
+        """A host's facts: what this run's task derived (each hostvars lookup templates all of the host's
+        variables: once per host); when resuming, for a host this pass does not reach again, what its probes
+        kept in the run directory say."""
+        hostvars = task_vars.get("hostvars", {})
+        known = hostvars[host].get("clustereval_facts") if host in hostvars else None
+        if known is not None or not resume:
+            return known
+        kept = rundir.kept_probes(run_dir, host, sorted(checks.fact_probes()))
+        if not kept:
+            return None
+        ctx = checks.Context(subject=host, probes=kept, parse_cache={})
+        return {**checks.host_facts(ctx), "harness": checks.detect_harness(options.get("harness"), kept)}
 
     @staticmethod
     def _check_ids(args: dict[str, Any]) -> list[str]:

@@ -7,10 +7,12 @@ import os
 import secrets
 from datetime import UTC, datetime
 
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible.utils.vars import load_extra_vars
 
 from clustereval import __version__, checks, journal, plan, rundir
-from clustereval.runinfo import default_run_dir, inventory_summary, safe_options, write_json
+from clustereval.runinfo import default_run_dir, inventory_summary, safe_extra_vars, safe_options, write_json
 
 DOCUMENTATION = r"""
 ---
@@ -34,6 +36,12 @@ options:
     description: Hosts being evaluated.
     type: list
     elements: str
+  resume:
+    description:
+      - Continue the run already in C(out) (C(clustereval resume)) instead of starting one; its run id, plan and
+        options stay, and C(run.json) gains an entry in C(resumes). C(only) maps each host to the checks still to
+        run on it.
+    type: dict
 author: clustereval developers
 """
 
@@ -75,11 +83,16 @@ class ActionModule(ActionBase):
             "entry_point": os.environ.get("CLUSTEREVAL_ENTRY_POINT", "ansible-playbook"),
             # What decides the checks (and what `clustereval resume` runs again with).
             "selection": {"tags": run_tags, "skip_tags": skip_tags, "limit": task_vars.get("ansible_limit")},
+            "extra_vars": safe_extra_vars(load_extra_vars(self._loader), task_vars),
             "plan": plan.make(list(args.get("phases") or []), run_tags, skip_tags, list(args.get("targets") or []),
                               _destructive_hosts(task_vars)),
         }
         previous = os.path.join(run_dir, "run.json")
-        if os.path.exists(previous):
+        resume = args.get("resume") or {}
+        if resume:
+            info = _resumed(previous, info, resume)
+            run_id = info["run_id"]
+        elif os.path.exists(previous):
             try:
                 with open(previous, encoding="utf-8") as fh:
                     info["previous_starts"] = [json.load(fh).get("started")]
@@ -114,4 +127,25 @@ def _destructive_hosts(task_vars):
         targets = [t.strip() for t in targets.split(",") if t.strip()]
     allowed = str(task_vars.get("clustereval_allow_destructive", False)).lower() in ("true", "yes", "1", "on")
     return [str(t) for t in targets] if allowed else []
+
+
+def _resumed(path, fresh, resume):
+    """The run.json of the run being resumed, with this resume recorded (its start, hosts and checks still to
+    run, and the interruption or end it continues after)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            info = json.load(fh)
+        if not isinstance(info, dict) or not info.get("run_id"):
+            raise ValueError("it names no run id")
+    except (OSError, ValueError) as exc:
+        raise AnsibleActionFail(f"nothing to resume in {os.path.dirname(path)}: its run.json cannot be read "
+                                f"({type(exc).__name__}: {exc})") from None
+    only = resume.get("only") or {}
+    entry = {"started": fresh["started"], "hosts": sorted(only), "checks": sum(len(v) for v in only.values()),
+             "after": info.get("interrupted") or info.get("ended") or "a run that never recorded its end",
+             "versions": fresh["versions"]}
+    info.setdefault("resumes", []).append(entry)
+    info.pop("interrupted", None)
+    info["ended"] = None
+    return info
 

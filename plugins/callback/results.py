@@ -74,6 +74,11 @@ class CallbackModule(CallbackBase):
         if self.run_dir is None:
             self.pending.extend(items)
             return
+        # What the harness saw before the run directory was known carries the run's real id now: scoring
+        # leaves out a line of another run.
+        for item in self.pending:
+            if item.get("run_id") in (None, "", "unknown"):
+                item["run_id"] = self.run_id
         self.recorded += results.append(self.run_dir, self.pending + items)
         self.pending = []
 
@@ -85,7 +90,7 @@ class CallbackModule(CallbackBase):
         run_dir = result_dict.get("clustereval_run_dir")
         if run_dir and self.run_dir is None:
             self.run_dir = run_dir
-            self.run_id = result_dict.get("clustereval_run_id") or self.run_id
+            self.run_id = result_dict.get("clustereval_run_id") or results.run_id_of(run_dir) or self.run_id
         if result_dict.get(rundir.RECORDED_KEY):
             return  # the action appended its results itself, as they were produced
         try:

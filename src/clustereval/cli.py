@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
-from clustereval import __version__, yamldata
+from clustereval import __version__, redact, yamldata
 
 
 def _extravars(pairs: list[str]) -> dict[str, object]:
@@ -25,28 +26,94 @@ def _extravars(pairs: list[str]) -> dict[str, object]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from clustereval import report, runner
-
     phases = [p.strip() for p in args.phases.split(",") if p.strip()] if args.phases is not None else None
     if phases == []:
         print(f"clustereval: --phases {args.phases!r} names no phase; give some of audit, performance, reliability",
               file=sys.stderr)
         return 2
+    return _run_and_report(args.inventory, phases=phases, out=args.out, extravars=_extravars(args.extra_vars or []),
+                           tags=args.tags, skip_tags=args.skip_tags, limit=args.limit, verbosity=args.verbose)
+
+
+def _run_and_report(inventory: str, **kwargs: object) -> int:
+    """Run the playbook, then say this run's tier (never an earlier run's left in the same directory)."""
+    from clustereval import report, runner
+
+    started = time.time()
     try:
-        rc, run_dir = runner.evaluate(args.inventory, phases=phases, out=args.out,
-                                      extravars=_extravars(args.extra_vars or []), tags=args.tags,
-                                      skip_tags=args.skip_tags, limit=args.limit, verbosity=args.verbose)
+        rc, run_dir = runner.evaluate(inventory, **kwargs)  # type: ignore[arg-type]
     except FileNotFoundError as exc:
         print(f"clustereval: {exc}", file=sys.stderr)
         return 2
-    score = runner.load_score(run_dir)
-    if score is None and (run_dir / "results.jsonl").exists():
+    if _written_since(run_dir / "results.jsonl", started) and not _written_since(run_dir / "score.json", started):
         report.render_all(run_dir)  # the playbook stopped before its end; score what was measured
-        score = runner.load_score(run_dir)
+    score = runner.load_score(run_dir) if _written_since(run_dir / "score.json", started) else None
     if score is not None:
         print(report.summary_line(score))
+    else:
+        print(f"clustereval: this run wrote no score (ansible-playbook exit status {rc}; see its output above)",
+              file=sys.stderr)
     print(f"Run directory: {run_dir}")
-    return rc
+    return rc if rc or score is not None else 1
+
+
+def _written_since(path: Path, moment: float) -> bool:
+    try:
+        return path.is_file() and path.stat().st_mtime >= moment - 1
+    except OSError:
+        return False
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """Run what a run directory still lacks (checks with no result, or only errors; unreachable hosts), into the
+    same directory, with the same inventory, phases, tags and settings."""
+    from clustereval import plan, report, runinfo
+    from clustereval import results as results_mod
+
+    run_dir = Path(args.run_dir).resolve()
+    try:
+        info = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc)
+        print(f"clustereval: {run_dir} cannot be resumed: its run.json cannot be read ({why})", file=sys.stderr)
+        return 2
+    if not isinstance(info, dict) or not isinstance(info.get("plan"), dict):
+        print(f"clustereval: {run_dir}/run.json records no plan (a run of an older clustereval): run it again",
+              file=sys.stderr)
+        return 2
+    active = runinfo.active_sessions(run_dir)
+    if active:
+        print(f"clustereval: {run_dir} is still recording ({', '.join(active)}); stop that run first", file=sys.stderr)
+        return 2
+    loaded, _ = results_mod.load(run_dir)
+    request = plan.resume_request(info, plan.current(loaded, info))
+    if not request["to_run"]:
+        report.render_all(run_dir)
+        print(f"nothing to resume: every planned check of {run_dir} has a result")
+        return 0
+    extra = {k: v for k, v in (info.get("extra_vars") or {}).items()
+             if k not in ("clustereval_out", "clustereval_resume")}
+    extra.update(_extravars(args.extra_vars or []))
+    hidden = sorted(k for k, v in extra.items() if redact.REDACTED in json.dumps(v, default=str))
+    if hidden:
+        print(f"clustereval: the run was given secret settings ({', '.join(hidden)}) that run.json does not keep; "
+              f"give them again: clustereval resume {args.run_dir} -e @secrets.yml (or an Ansible Vault file)",
+              file=sys.stderr)
+        return 2
+    inventories = [args.inventory] if args.inventory else list((info.get("inventory") or {}).get(
+        "inventory_sources") or [])
+    if len(inventories) != 1:
+        print("clustereval: give the inventory the run used with -i", file=sys.stderr)
+        return 2
+    hosts = sorted(request["only"]) or list(request["fleet"])
+    print(f"resuming {run_dir}: {request['to_run']} of {request['planned']} checks to run, on "
+          f"{', '.join(hosts)}; cluster-wide checks judged again over {len(request['fleet'])} hosts")
+    selection = info.get("selection") or {}
+    tags = [t for t in selection.get("tags") or [] if t != "all"]
+    return _run_and_report(inventories[0], phases=list(info.get("phases") or []) or None, out=str(run_dir),
+                           extravars={**extra, "clustereval_resume": request}, tags=",".join(tags) or None,
+                           skip_tags=",".join(selection.get("skip_tags") or []) or None,
+                           limit=",".join(hosts), verbosity=args.verbose)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -195,6 +262,15 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--limit", help="ansible host pattern to limit the run to")
     ev.add_argument("-v", "--verbose", action="count", default=0)
     ev.set_defaults(func=cmd_evaluate)
+
+    rs = sub.add_parser("resume", help="run what a run directory still lacks (missing or errored checks, "
+                                       "unreachable hosts) and judge the cluster-wide checks again over the fleet")
+    rs.add_argument("run_dir")
+    rs.add_argument("-i", "--inventory", help="inventory (default: the one the run used)")
+    rs.add_argument("-e", "--extra-vars", action="append", help="KEY=VALUE or @vars.yml: settings to give again "
+                                                                "(secrets the run directory does not keep)")
+    rs.add_argument("-v", "--verbose", action="count", default=0)
+    rs.set_defaults(func=cmd_resume)
 
     rp = sub.add_parser("report", help="re-render score and reports of a saved run (no cluster access)")
     rp.add_argument("run_dir")

@@ -247,15 +247,61 @@ def append(run_dir: str | os.PathLike[str], results: Iterable[dict[str, Any]]) -
     return len(lines)
 
 
+RUN_INFO_FILE = "run.json"
+
+
+def _run_info(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    try:
+        info = json.loads((Path(run_dir) / RUN_INFO_FILE).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def run_id_of(run_dir: str | os.PathLike[str]) -> str | None:
+    """The run's own id, from ``run.json`` in the run directory (None when the file is missing, unreadable or
+    names no run id)."""
+    return _own_id(_run_info(run_dir))
+
+
+def _own_id(info: dict[str, Any]) -> str | None:
+    run_id = info.get("run_id")
+    return run_id if isinstance(run_id, str) and run_id else None
+
+
+def _earlier_ids(info: dict[str, Any]) -> set[str]:
+    """The ids of earlier starts into the same run directory, which ``run.json`` lists as ``previous_run_ids``."""
+    earlier = info.get("previous_run_ids")
+    return {item for item in earlier if isinstance(item, str) and item} if isinstance(earlier, list) else set()
+
+
+def _catalogue_ids() -> frozenset[str] | None:
+    """The check ids of the packaged catalogue; None when it cannot be read (the scorer says so itself).
+    Imported here, not at module level: ``clustereval.checks`` imports this module."""
+    try:
+        from clustereval.checks import catalogue
+
+        return frozenset(catalogue.load())
+    except Exception:
+        return None
+
+
 def load(run_dir: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[str]]:
-    """Read ``results.jsonl``; returns (results, warnings). A torn last line (a crash mid-write) and a line that
-    breaks the result contract (:func:`problems`: a missing field, an unknown status) are reported in the
-    warnings and left out, never fatal: such a line can neither add a verdict nor replace a real one."""
+    """Read ``results.jsonl``; returns (results, warnings). Left out, each with a warning, never fatal: a torn line
+    (a crash mid-write), a line that breaks the result contract (:func:`problems`: a missing field, an unknown
+    status), a line whose check id is not in the check catalogue, and a line whose ``run_id`` is not the run's own
+    (``run.json``'s ``run_id``, or one of its ``previous_run_ids``: earlier starts into the same directory; this rule
+    is skipped when run.json names no run id). Such a line can neither add a verdict nor replace a real one, nor cap
+    the tier."""
     path = Path(run_dir) / RESULTS_FILE
     if not path.exists():
         return [], [f"{path} does not exist"]
     if not path.is_file():
         return [], [f"{path} is not a file (a {'directory' if path.is_dir() else 'special file'}): no results read"]
+    known = _catalogue_ids()
+    info = _run_info(run_dir)
+    own_run = _own_id(info)
+    own_runs = {own_run, *_earlier_ids(info)} if own_run is not None else None
     results: list[dict[str, Any]] = []
     warnings: list[str] = []
     with open(path, encoding="utf-8", errors="replace") as fh:
@@ -274,6 +320,13 @@ def load(run_dir: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[st
             if broken:
                 warnings.append(f"{path.name}:{lineno}: breaks the result contract ({'; '.join(broken[:3])}), "
                                 "skipped")
+                continue
+            if known is not None and (not isinstance(obj["check"], str) or obj["check"] not in known):
+                warnings.append(f"{path.name}:{lineno}: check id {obj['check']!r} is not in the catalogue, skipped")
+                continue
+            if own_runs is not None and (not isinstance(obj["run_id"], str) or obj["run_id"] not in own_runs):
+                warnings.append(f"{path.name}:{lineno}: from another run {obj['run_id']!r} (this run is "
+                                f"{own_run!r}), skipped")
                 continue
             results.append(obj)
     return results, warnings

@@ -56,6 +56,21 @@ def safe_options(task_vars: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def safe_extra_vars(extra_vars: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+    """The extra variables the run was given (``-e``), secrets redacted as in :func:`safe_options`: what
+    ``clustereval resume`` gives the playbook again (a redacted one must be given again by the operator)."""
+    secrets = redact.secret_values(task_vars)
+    out: dict[str, Any] = {}
+    for name, value in extra_vars.items():
+        value = redact.redact(value, secrets, name)
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            value = str(value)
+        out[name] = value
+    return out
+
+
 def inventory_summary(task_vars: dict[str, Any], targets: list[str]) -> dict[str, Any]:
     groups = {name: sorted(hosts) for name, hosts in (task_vars.get("groups") or {}).items()
               if name != "all"}

@@ -181,6 +181,39 @@ def test_append_and_load_round_trip_and_a_torn_line_is_only_a_warning(tmp_path):
     assert results.load(tmp_path / "absent") == ([], [f"{tmp_path / 'absent' / results.RESULTS_FILE} does not exist"])
 
 
+def test_load_leaves_out_and_reports_unknown_check_ids_and_lines_of_another_run(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "r"}))
+    results.append(tmp_path, [a_result(), a_result(check="network.mesh.ping"), a_result(check=["network.mesh.rtt"]),
+                              a_result(run_id="r0", status="fail", severity="critical"), a_result(subject="n2->n1")])
+    loaded, warnings = results.load(tmp_path)
+    assert [(r["check"], r["subject"], r["status"]) for r in loaded] == [
+        ("network.mesh.rtt", "n1->n2", "pass"), ("network.mesh.rtt", "n2->n1", "pass")]
+    assert warnings == [
+        "results.jsonl:2: check id 'network.mesh.ping' is not in the catalogue, skipped",
+        "results.jsonl:3: check id ['network.mesh.rtt'] is not in the catalogue, skipped",
+        "results.jsonl:4: from another run 'r0' (this run is 'r'), skipped",
+    ]
+    assert results.run_id_of(tmp_path) == "r"
+
+
+def test_lines_of_earlier_starts_into_the_same_run_dir_are_kept_when_run_json_lists_them(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "r2", "previous_run_ids": ["r0", "r1", 5]}))
+    results.append(tmp_path, [a_result(run_id="r0"), a_result(run_id="r1", subject="n2->n1"),
+                              a_result(run_id="r2", subject="n3->n1"), a_result(run_id="r9", subject="n4->n1")])
+    loaded, warnings = results.load(tmp_path)
+    assert [r["run_id"] for r in loaded] == ["r0", "r1", "r2"]
+    assert warnings == ["results.jsonl:4: from another run 'r9' (this run is 'r2'), skipped"]
+
+
+@pytest.mark.parametrize("run_json", [None, "{not json", '["r"]', '{"run_id": 7}', '{"run_id": ""}'])
+def test_the_run_id_rule_is_skipped_without_a_run_id_in_run_json(tmp_path, run_json):
+    if run_json is not None:
+        (tmp_path / "run.json").write_text(run_json)
+    results.append(tmp_path, [a_result(), a_result(run_id="r0", subject="n2->n1")])
+    loaded, warnings = results.load(tmp_path)
+    assert len(loaded) == 2 and warnings == [] and results.run_id_of(tmp_path) is None
+
+
 def _writer(run_dir: str, worker: int, calls: int, per_call: int) -> None:
     padding = "x" * 20000  # each call writes more than one buffer's worth: several write(2) per call
     for call in range(calls):

@@ -36,8 +36,8 @@ def result(check, subject="node1", status="pass", severity="major", phase="audit
 
 
 RESULTS = [
-    result("audit.driver.version", value="550.54.15", expected={"min": "535.0", "source": BASELINE}),
-    result("audit.driver.version", subject="node2", status="warn", summary="driver 535.0 is at the minimum"),
+    result("audit.gpustack.driver", value="550.54.15", expected={"min": "535.0", "source": BASELINE}),
+    result("audit.gpustack.driver", subject="node2", status="warn", summary="driver 535.0 is at the minimum"),
     result("audit.gpu.inventory", status="fail", severity="critical", value=7, unit="GPUs", summary=NASTY),
     result(
         "storage.fio.seq_read",
@@ -46,7 +46,7 @@ RESULTS = [
         status="skip",
         summary="fio not installed",
     ),
-    result("storage.mount.options", status="error", summary="module crashed: KeyError 'opts'"),
+    result("storage.fio.seq_write", status="error", summary="module crashed: KeyError 'opts'"),
     result(
         "harness.node.reachable",
         subject="node3",
@@ -111,17 +111,17 @@ def test_junit_maps_statuses_and_is_valid_xml(rendered):
     assert len(cases) == 6
     assert cases[("audit.gpu.inventory", "node1")].find("failure") is not None
     assert cases[("audit.gpu.inventory", "node1")].find("failure").get("type") == "critical"
-    assert cases[("storage.mount.options", "node1")].find("error") is not None
+    assert cases[("storage.fio.seq_write", "node1")].find("error") is not None
     skipped = cases[("storage.fio.seq_read", "_cluster")].find("skipped")
     assert skipped.get("message") == "fio not installed"
-    warn = cases[("audit.driver.version", "node2")]
+    warn = cases[("audit.gpustack.driver", "node2")]
     assert warn.find("failure") is None and warn.find("error") is None
     assert warn.find("system-out").text.startswith("WARN: driver 535.0 is at the minimum")
-    passed = cases[("audit.driver.version", "node1")].find("system-out").text
+    passed = cases[("audit.gpustack.driver", "node1")].find("system-out").text
     assert "value: 550.54.15" in passed
     assert "expected: min 535.0 (source: baselines/h100.yml)" in passed
-    assert "artifacts: raw/node1/audit.driver.version.txt (missing)" in passed
-    assert cases[("audit.driver.version", "node1")].get("time") == "1.500"
+    assert "artifacts: raw/node1/audit.gpustack.driver.txt (missing)" in passed
+    assert cases[("audit.gpustack.driver", "node1")].get("time") == "1.500"
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["unreachable"] == "node3"
 
@@ -150,7 +150,7 @@ def test_markdown_explains_tier_and_points_at_artifacts(rendered):
     assert f"before caps: {score['tier_before_caps']}" in md
     assert "critical fail (cap Bronze)" in md  # triggered, but the score is already lower
     assert "[raw/node1/audit.gpu.inventory.txt](<raw/node1/audit.gpu.inventory.txt>)" in md
-    assert "[raw/node1/audit.driver.version.txt](<raw/node1/audit.driver.version.txt>) (missing)" in md
+    assert "[raw/node1/audit.gpustack.driver.txt](<raw/node1/audit.gpustack.driver.txt>) (missing)" in md
     assert "| Storage | 10 | not measured |" in md
     assert "fio not installed" in md and "module crashed: KeyError 'opts'" in md
     assert "min 535.0 (source: baselines/h100.yml)" in md
@@ -170,8 +170,8 @@ def test_markdown_lists_unreachable_nodes_before_the_explanation(rendered):
 def test_markdown_orders_checks_worst_first(rendered):
     run_dir, _ = rendered
     md = (run_dir / "report.md").read_text()
-    assert md.index("(`audit.gpu.inventory`)") < md.index("(`storage.mount.options`)")
-    assert md.index("(`storage.mount.options`)") < md.index("(`audit.driver.version`)")
+    assert md.index("(`audit.gpu.inventory`)") < md.index("(`storage.fio.seq_write`)")
+    assert md.index("(`storage.fio.seq_write`)") < md.index("(`audit.gpustack.driver`)")
 
 
 def test_html_is_self_contained_and_escaped(rendered):
@@ -260,7 +260,7 @@ def test_variants_pairs_gpus_series_and_measured_times_reach_every_report(tmp_pa
         result("telemetry.kernel.xid", subject="node2/gpu3", status="fail", severity="critical",
                measured={"started": "T0", "ended": "T9", "events": [{"at": "T5", "event": "xid"}]}),
     ]
-    run_dir = write_run(tmp_path, items, {"run_id": "r", "started": "T0", "ended": "T9"})
+    run_dir = write_run(tmp_path, items, {"run_id": "run-42", "started": "T0", "ended": "T9"})
     (run_dir / "series/_cluster").mkdir(parents=True)
     (run_dir / "series/_cluster/mesh.csv").write_text("source,destination\nnode1,node2\n")
     for host in ("node1", "node2"):
@@ -283,7 +283,7 @@ def test_variants_pairs_gpus_series_and_measured_times_reach_every_report(tmp_pa
 
 
 def test_an_interrupted_run_says_so_in_every_report_and_on_the_terminal(tmp_path):
-    run_dir = write_run(tmp_path, [result("audit.os.kernel")], {"run_id": "r", "started": "T0", "ended": "T1",
+    run_dir = write_run(tmp_path, [result("audit.os.kernel")], {"run_id": "run-42", "started": "T0", "ended": "T1",
                                                                 "interrupted": "Ctrl-C"})
     render_all(run_dir)
     assert "This run is incomplete: interrupted — Ctrl-C" in (run_dir / "report.md").read_text()
@@ -293,6 +293,6 @@ def test_an_interrupted_run_says_so_in_every_report_and_on_the_terminal(tmp_path
     score = json.loads((run_dir / "score.json").read_text())
     assert summary_line(score).startswith("INTERRUPTED (Ctrl-C)") and "interrupted" in score["explanation"][0]
     (tmp_path / "b").mkdir()
-    unfinished = write_run(tmp_path / "b", [result("audit.os.kernel")], {"run_id": "r", "started": "T0"})
+    unfinished = write_run(tmp_path / "b", [result("audit.os.kernel")], {"run_id": "run-42", "started": "T0"})
     render_all(unfinished)
     assert "not finished" in (unfinished / "report.md").read_text()

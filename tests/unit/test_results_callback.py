@@ -41,6 +41,28 @@ def test_results_before_the_run_dir_is_known_are_kept_and_written(tmp_path):
     assert [r["subject"] for r in results] == ["n1", "n2"] and warnings == []
 
 
+def test_what_the_harness_saw_before_the_run_dir_was_known_carries_the_run_id(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "r", "started": "2026-11-30T00:00:00Z"}))
+    cb = callback()
+    cb.v2_runner_on_unreachable(task_result("n3", {"msg": "ssh: connect to host 127.0.9.3 port 22: refused"}))
+    cb.v2_runner_on_ok(task_result("localhost", {"clustereval_run_dir": str(tmp_path), "clustereval_run_id": "r"}))
+    cb.v2_runner_on_ok(task_result("n1", {TASK_RESULT_KEY: to_task_result([a_result("n1")])}))
+    results, warnings = load(tmp_path)
+    assert [(r["check"], r["subject"], r["run_id"]) for r in results] == [
+        ("harness.node.reachable", "n3", "r"), ("audit.os.kernel", "n1", "r")]
+    assert warnings == []
+
+
+def test_a_run_dir_learnt_without_its_id_takes_the_id_from_run_json(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"run_id": "r", "started": "2026-11-30T00:00:00Z"}))
+    cb = callback()
+    cb.v2_runner_on_failed(task_result("n1", {"msg": "MODULE FAILURE: no python3"}, task="Judge"))
+    cb.v2_runner_on_ok(task_result("localhost", {"clustereval_run_dir": str(tmp_path)}))  # a session's result
+    cb.v2_runner_on_failed(task_result("n2", {"msg": "MODULE FAILURE: no python3"}, task="Judge"))
+    results, warnings = load(tmp_path)
+    assert [(r["subject"], r["run_id"]) for r in results] == [("n1", "r"), ("n2", "r")] and warnings == []
+
+
 def test_unreachable_is_recorded_once_and_a_failed_task_is_a_harness_error(tmp_path):
     cb = callback()
     cb.v2_runner_on_ok(task_result("localhost", {"clustereval_run_dir": str(tmp_path), "clustereval_run_id": "r"}))

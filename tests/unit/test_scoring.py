@@ -45,6 +45,22 @@ def broad_passes(hosts=("node1", "node2"), per_domain=5):
     ]
 
 
+# One catalogue check per broad domain: a run directory's results.jsonl must name checks the catalogue knows
+# (results.load leaves out any other line), so these tell their variants apart by params instead.
+CATALOGUED = {"audit": "audit.os.kernel", "storage": "storage.fio.seq_read", "gpu_compute": "gpu.compute.gemm",
+              "network": "network.mesh.tcp_bandwidth"}
+
+
+def catalogued_passes(hosts=("node1", "node2"), per_domain=5):
+    """:func:`broad_passes` with catalogue check ids, for tests that score a run directory."""
+    return [
+        result(CATALOGUED[domain], subject=host, domain=domain, params={"variant": i})
+        for domain in BROAD_DOMAINS
+        for i in range(per_domain)
+        for host in hosts
+    ]
+
+
 def cap_ids(score, binding_only=True):
     return [c["id"] for c in score["caps_applied"] if c["limits_tier"] or not binding_only]
 
@@ -349,7 +365,7 @@ def _write_results(run_dir: Path, results, torn_tail: str | None = None) -> None
 
 
 def test_score_run_writes_score_json_and_survives_a_torn_line(tmp_path):
-    results = [*broad_passes(), result("audit.late", subject="node2", status="fail", severity="minor")]
+    results = [*catalogued_passes(), result("audit.gpu.inventory", subject="node2", status="fail", severity="minor")]
     _write_results(tmp_path, results, torn_tail='{"run_id": "test-run", "check": "audit.cut", "sta')
     (tmp_path / "run.json").write_text(
         json.dumps({"run_id": "test-run", "inventory": {"hosts": ["node1", "node2", "node9"], "groups": {}}})
@@ -374,11 +390,79 @@ def test_score_run_uses_the_rubric_named_in_run_options(tmp_path, rubric):
     custom = {k: v for k, v in rubric.items() if k != "path"} | {"name": "from-options", "caps": []}
     rubric_path = tmp_path / "mine.yml"
     rubric_path.write_text(json.dumps(custom))
-    _write_results(tmp_path / "run", [result("audit.a")])
+    _write_results(tmp_path / "run", [result("audit.os.kernel")])
     (tmp_path / "run" / "run.json").write_text(json.dumps({"options": {"rubric": str(rubric_path)}}))
     score = score_run(tmp_path / "run")
     assert score["rubric"]["name"] == "from-options"
     assert score["tier"] == "Platinum"  # no caps in this rubric
+
+
+# A crafted line: a critical fail of a real check on a real subject, which caps the tier at Bronze if taken.
+CRAFTED = result("audit.gpu.inventory", subject="node1", status="fail", severity="critical",
+                 summary="crafted: 0 GPUs")
+
+
+def _scored_run(run_dir: Path, extra: list[dict], run_info: dict | None = None) -> dict:
+    _write_results(run_dir, [*catalogued_passes(), *extra])
+    (run_dir / "run.json").write_text(json.dumps(run_info if run_info is not None else {"run_id": "test-run"}))
+    return score_run(run_dir)
+
+
+def _without_warnings(score: dict) -> dict:
+    return {key: value for key, value in score.items() if key != "load_warnings"}
+
+
+def test_the_crafted_line_would_cap_the_tier_when_it_belongs_to_the_run(tmp_path):
+    clean = _scored_run(tmp_path / "clean", [])
+    taken = _scored_run(tmp_path / "taken", [CRAFTED])
+    assert clean["tier"] == "Platinum" and clean["load_warnings"] == []
+    assert taken["tier"] == "Bronze" and "critical_fail" in cap_ids(taken) and taken["load_warnings"] == []
+
+
+@pytest.mark.parametrize(("crafted", "warning"), [
+    ({**CRAFTED, "run_id": "another-run"},
+     "results.jsonl:41: from another run 'another-run' (this run is 'test-run'), skipped"),
+    ({**CRAFTED, "check": "audit.crafted"},
+     "results.jsonl:41: check id 'audit.crafted' is not in the catalogue, skipped"),
+    # the same identity as a real pass (check, subject, params): it must not supersede it
+    ({**CRAFTED, "check": "audit.os.kernel", "params": {"variant": 0}, "run_id": "another-run"},
+     "results.jsonl:41: from another run 'another-run' (this run is 'test-run'), skipped"),
+    ({**CRAFTED, "check": "audit.os.kernl", "params": {"variant": 0}},
+     "results.jsonl:41: check id 'audit.os.kernl' is not in the catalogue, skipped"),
+])
+def test_a_line_of_another_run_or_an_unknown_check_is_left_out_and_reported(tmp_path, crafted, warning):
+    clean = _scored_run(tmp_path / "clean", [])
+    score = _scored_run(tmp_path / "crafted", [crafted])
+    assert score["load_warnings"] == [warning]
+    assert json.loads((tmp_path / "crafted" / "score.json").read_text())["load_warnings"] == [warning]
+    # no verdict, count, cap or tier changes: the score is the clean run's, warnings aside
+    assert _without_warnings(score) == _without_warnings(clean)
+    assert score["tier"] == "Platinum" and score["caps_applied"] == [] and score["counts"]["fail"] == 0
+
+
+def test_the_report_lists_neither_line_and_shows_both_warnings(tmp_path, capsys):
+    from clustereval import cli
+
+    run_dir = tmp_path / "run"
+    _scored_run(run_dir, [{**CRAFTED, "run_id": "another-run"}, {**CRAFTED, "check": "audit.crafted"}])
+    assert cli.main(["report", str(run_dir)]) == 0
+    out = capsys.readouterr()
+    assert "from another run 'another-run'" in out.err and "'audit.crafted' is not in the catalogue" in out.err
+    assert "Tier: Platinum" in out.out
+    md = (run_dir / "report.md").read_text()
+    assert "from another run 'another-run'" in md and "'audit.crafted' is not in the catalogue" in md
+    assert "crafted: 0 GPUs" not in md
+
+
+@pytest.mark.parametrize("run_info", [None, {"started": "2026-11-30T00:00:00Z"}, {"run_id": ""}])
+def test_without_a_run_id_in_run_json_the_run_id_rule_is_skipped(tmp_path, run_info):
+    run_dir = tmp_path / "run"
+    _write_results(run_dir, [result("audit.os.kernel"), result("audit.gpu.inventory", run_id="another-run")])
+    if run_info is not None:
+        (run_dir / "run.json").write_text(json.dumps(run_info))
+    score = score_run(run_dir)
+    assert score["total"] == 2
+    assert not [w for w in score["load_warnings"] if "another run" in w]
 
 
 def test_checks_that_do_not_apply_leave_the_coverage_denominator():

@@ -173,8 +173,10 @@ def ssh_between_nodes(ctx: Context) -> Verdict:
     peer_name = str(ctx.options.get("peer_name") or "")
     if value in ("unreachable", "failed") and ctx.fleet and peer_name and peer_name not in ctx.fleet:
         # The peer is gone from the run (the controller could not reach it either): no finding about this node.
-        raise Skip(f"{peer} ({peer_name}) is unreachable in this run for the controller too, so SSH from "
-                   f"{ctx.subject} to it says nothing about {ctx.subject} ({summary})")
+        # `unreachable_peer` tells `clustereval resume` to try again once the peer is back.
+        return Verdict("skip", f"{peer} ({peer_name}) is unreachable in this run for the controller too, so SSH "
+                       f"from {ctx.subject} to it says nothing about {ctx.subject} ({summary})",
+                       evidence={**evidence, "unreachable_peer": peer_name})
     return Verdict(status, summary, value, evidence=evidence)
 
 

@@ -263,7 +263,7 @@ def build_view(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "facts": facts_mod.load(run_dir),
         "run_dir": run_dir,
         "score": score,
-        "results": results_mod.latest(loaded),
+        "results": results_mod.latest(plan.current(loaded, info)),
         "run": info,
         "catalogue": catalogue,
         "warnings": list(score.get("load_warnings") or []),

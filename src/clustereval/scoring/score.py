@@ -455,13 +455,15 @@ def score_run(
 ) -> dict[str, Any]:
     """Score a saved run directory and write ``score.json`` atomically (tmp file + rename).
 
-    Reads ``results.jsonl`` (a torn last line becomes a warning), keeps the latest result per
-    (check, subject), and uses ``run.json`` when present for the inventory (hosts that produced no
-    result at all) and an ``options.rubric`` path.
+    Reads ``results.jsonl`` through :func:`clustereval.results.load` (a torn line, a line breaking the result
+    contract, naming a check the catalogue lacks or another run's id is left out and becomes a warning), keeps the
+    latest result per (check, subject, params), and uses ``run.json`` when present for the inventory (hosts that
+    produced no result at all) and an ``options.rubric`` path.
     """
     run_dir = Path(run_dir)
     loaded, warnings = results_mod.load(run_dir)
     info, info_warnings = read_run_info(run_dir)
+    loaded = plan.current(loaded, info)  # a resume makes the harness's earlier reports on re-run hosts obsolete
     if catalogue is None:
         catalogue, cat_warnings = load_catalogue()
         warnings = warnings + cat_warnings
