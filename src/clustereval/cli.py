@@ -8,21 +8,28 @@ import sys
 import time
 from pathlib import Path
 
-from clustereval import __version__, redact, yamldata
+import yaml
+
+from clustereval import __version__, redact
 
 
-def _extravars(pairs: list[str]) -> dict[str, object]:
+def _extravars(pairs: list[str]) -> tuple[dict[str, object], list[str]]:
+    """``-e`` as ansible-playbook takes it: KEY=VALUE pairs, and @file.yml files handed to ansible-playbook as they
+    are (Ansible reads them: Vault-encrypted values stay encrypted until a task needs them)."""
     out: dict[str, object] = {}
+    files: list[str] = []
     for pair in pairs:
         if pair.startswith("@"):
-
-            out.update(yamldata.load(Path(pair[1:]).read_text(encoding="utf-8")) or {})
+            path = Path(pair[1:]).expanduser()
+            if not path.is_file():
+                raise SystemExit(f"clustereval: -e {pair}: no such file")
+            files.append(str(path.resolve()))
             continue
         if "=" not in pair:
             raise SystemExit(f"clustereval: -e expects KEY=VALUE or @file.yml, got {pair!r}")
         key, value = pair.split("=", 1)
         out[key] = value
-    return out
+    return out, files
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -31,7 +38,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"clustereval: --phases {args.phases!r} names no phase; give some of audit, performance, reliability",
               file=sys.stderr)
         return 2
-    return _run_and_report(args.inventory, phases=phases, out=args.out, extravars=_extravars(args.extra_vars or []),
+    extravars, files = _extravars(args.extra_vars or [])
+    return _run_and_report(args.inventory, phases=phases, out=args.out, extravars=extravars, extra_files=files,
                            tags=args.tags, skip_tags=args.skip_tags, limit=args.limit, verbosity=args.verbose)
 
 
@@ -55,6 +63,22 @@ def _run_and_report(inventory: str, **kwargs: object) -> int:
               file=sys.stderr)
     print(f"Run directory: {run_dir}")
     return rc if rc or score is not None else 1
+
+
+class _TaggedLoader(yaml.SafeLoader):
+    """Reads an Ansible variables file without decrypting it: a ``!vault`` or ``!unsafe`` value is only text."""
+
+
+_TaggedLoader.add_multi_constructor("!", lambda loader, tag, node: "")
+
+
+def _file_keys(path: str) -> set[str]:
+    """The top-level variables an extra-vars file sets (none when it is not a YAML mapping)."""
+    try:
+        data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_TaggedLoader)
+    except (OSError, yaml.YAMLError):
+        return set()
+    return set(data) if isinstance(data, dict) else set()
 
 
 def _written_since(path: Path, moment: float) -> bool:
@@ -93,7 +117,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
         return 0
     extra = {k: v for k, v in (info.get("extra_vars") or {}).items()
              if k not in ("clustereval_out", "clustereval_resume")}
-    extra.update(_extravars(args.extra_vars or []))
+    given, files = _extravars(args.extra_vars or [])
+    extra.update(given)
+    # a setting a given file holds is given again, as it is (its secrets too)
+    given_in_files = set().union(*(_file_keys(f) for f in files))
+    extra = {k: v for k, v in extra.items() if k not in given_in_files}
     hidden = sorted(k for k, v in extra.items() if redact.REDACTED in json.dumps(v, default=str))
     if hidden:
         print(f"clustereval: the run was given secret settings ({', '.join(hidden)}) that run.json does not keep; "
@@ -111,7 +139,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     selection = info.get("selection") or {}
     tags = [t for t in selection.get("tags") or [] if t != "all"]
     return _run_and_report(inventories[0], phases=list(info.get("phases") or []) or None, out=str(run_dir),
-                           extravars={**extra, "clustereval_resume": request}, tags=",".join(tags) or None,
+                           extravars={**extra, "clustereval_resume": request}, extra_files=files,
+                           tags=",".join(tags) or None,
                            skip_tags=",".join(selection.get("skip_tags") or []) or None,
                            limit=",".join(hosts), verbosity=args.verbose)
 

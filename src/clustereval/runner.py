@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -85,7 +86,8 @@ def _private_dir() -> str:
 
 
 def evaluate(inventory: str, *, phases: list[str] | None = None, out: str | None = None,
-             extravars: dict[str, Any] | None = None, tags: str | None = None, skip_tags: str | None = None,
+             extravars: dict[str, Any] | None = None, extra_files: list[str] | None = None,
+             tags: str | None = None, skip_tags: str | None = None,
              limit: str | None = None, verbosity: int = 0, stream=sys.stderr,
              playbook: str = "evaluate.yml") -> tuple[int, Path]:
     """Run the evaluation; returns (ansible exit status, run directory)."""
@@ -109,8 +111,7 @@ def evaluate(inventory: str, *, phases: list[str] | None = None, out: str | None
     private = _private_dir()
     # SSH master connections of this run only, closed with it (an earlier run's would answer for a node
     # whose sshd has died; a kept one would outlive an interrupted run).
-    control_dir = Path(private) / "cp"
-    control_dir.mkdir(mode=0o700)
+    control_dir = _control_dir(private)
     env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = str(control_dir)
     control = run_control.RunControl(stream)
     try:
@@ -119,6 +120,8 @@ def evaluate(inventory: str, *, phases: list[str] | None = None, out: str | None
             cmdline += ["--tags", tags]
         if skip_tags:
             cmdline += ["--skip-tags", skip_tags]
+        for path in extra_files or []:
+            cmdline += ["-e", f"@{path}"]
         with control:
             result = ansible_runner.run(
                 private_data_dir=private,
@@ -129,7 +132,7 @@ def evaluate(inventory: str, *, phases: list[str] | None = None, out: str | None
                 envvars=env,
                 limit=limit,
                 verbosity=verbosity,
-                cmdline=" ".join(cmdline) or None,
+                cmdline=shlex.join(cmdline) or None,
                 quiet=True,
                 event_handler=_progress_printer(stream),
                 cancel_callback=control.cancel,
@@ -149,7 +152,25 @@ def evaluate(inventory: str, *, phases: list[str] | None = None, out: str | None
             print((result.stdout.read() if result.stdout else "")[-4000:], file=stream)
     finally:
         shutil.rmtree(private, ignore_errors=True)
+        shutil.rmtree(control_dir, ignore_errors=True)
     return rc, run_dir
+
+
+# A socket path holds at most 107 bytes; ssh adds the 40-character connection hash and, while it creates the
+# socket, a 17-character suffix.
+CONTROL_DIR_MAX = 107 - 41 - 18
+SHORT_TMP = "/tmp"
+
+
+def _control_dir(private: str) -> Path:
+    """The folder of this run's SSH master sockets: in the private folder, or, where that path is too long for
+    a socket (a deep $TMPDIR), a private folder of its own under /tmp."""
+    folder = Path(private) / "cp"
+    if len(str(folder)) > CONTROL_DIR_MAX:
+        folder = Path(tempfile.mkdtemp(prefix="ce-cp-", dir=SHORT_TMP))
+    else:
+        folder.mkdir(mode=0o700)
+    return folder
 
 
 def _record_interruption(run_dir: Path, how: str, forced: list[int], stream) -> None:
