@@ -3,8 +3,10 @@
 Each simulated node is an OpenSSH ``sshd`` on its own loopback address (``127.A.B.N:22``), started inside a
 private UTS + mount namespace (hostname ``nodeN``; ``/sim`` bind-mounted to ``D/nodes/nodeN/root``), plus one
 real ``slurmd`` entered into the same namespaces. The cluster has its own munged (own key and socket), its
-own ``slurmctld`` on a free port, and per-node shims for the vendor tools (``nvidia-smi``, ``dcgmi``) that
-read ``/sim/node.json``, rendered from a profile (see :mod:`clustereval.sim.profile`).
+own ``slurmctld`` on a free port (of the block's ``.253``, or of the node the profile runs it on), and per-node
+shims for the vendor tools (``nvidia-smi``, ``dcgmi``) that read ``/sim/node.json``, rendered from a profile
+(see :mod:`clustereval.sim.profile`). Everything listens on the cluster's own addresses only (see "source
+addresses" below for how slurmd and srun can).
 
 Everything started is recorded in ``D/state.json`` (PID plus start time, and each node's namespace ids) so
 :func:`down` stops exactly those processes and whatever runs inside the nodes' namespaces, never anything
@@ -248,7 +250,7 @@ def _pick_block(directory: Path, nodes: int) -> str:
         block = f"127.{2 + value // 256}.{value % 256}"
         if block in taken:
             continue
-        if all(_address_free(f"{block}.{i}") for i in range(1, nodes + 1)):
+        if all(_address_free(f"{block}.{i}") for i in [*range(1, nodes + 1), slurmconf.CONTROLLER_HOST_INDEX]):
             return block
     raise SimError("no free loopback address block found for the simulated nodes")
 
@@ -268,6 +270,148 @@ def _register_block(directory: Path, state: dict[str, Any]) -> None:
             }
         )
     )
+
+
+# ----------------------------------------------------------------------------------------- source addresses
+# The nodes share the host's network stack, where a connection to any 127.x address leaves from 127.0.0.1. Slurm
+# answers the address a request came from (slurmd connects a step's I/O back to the srun that launched it), so
+# with srun bound to its node's own address (NoInAddrAny) each node's connections into the cluster's block must
+# leave from the node's address, as on a real cluster. Each node's processes run in a cgroup (v2) of their own,
+# and the cluster's nftables table marks their new connections into the block in the output hook (where the
+# socket's cgroup is known) and rewrites their source to the node's address in postrouting (SNAT).
+
+SOURCE_TABLE_PREFIX = "clustereval_src_"
+CGROUP_FS = Path("/sys/fs/cgroup")  # nft names cgroup v2 paths relative to this directory
+
+
+def _cgroup2_mount() -> Path | None:
+    """Where the cgroup v2 hierarchy is mounted (``/sys/fs/cgroup``; ``/sys/fs/cgroup/unified`` on a hybrid host)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 2 and fields[2] == "cgroup2":
+                return Path(fields[1])
+    return None
+
+
+def _host_source() -> str | None:
+    """Where connections into the block from outside the nodes (the host's srun, ssh, scontrol) must leave from:
+    the address the host's name resolves to, which srun on the host binds; None when that is 127.0.0.1 (where
+    they leave from anyway) or the name does not resolve."""
+    with contextlib.suppress(OSError):
+        address = socket.gethostbyname(socket.gethostname())
+        return None if address == "127.0.0.1" else address
+    return None
+
+
+def _source_nat_script(state: dict[str, Any], cgroups: dict[str, Path], mount: Path, host: str | None) -> str:
+    """The nft script of the cluster's table: per node, mark new connections of its cgroup into the block with
+    the node's address (as a number) and rewrite their source to it; the rest to ``host`` when given. nft names
+    a cgroup by its path under /sys/fs/cgroup and its depth in the hierarchy (``mount``)."""
+    table, block = SOURCE_TABLE_PREFIX + state["slurm_name"], f"{state['block']}.0/24"
+    lines = [f"add table ip {table}",
+             f"add chain ip {table} output {{ type filter hook output priority 0; policy accept; }}",
+             f"add chain ip {table} postrouting {{ type nat hook postrouting priority 100; policy accept; }}"]
+    for name, cgroup in cgroups.items():
+        address = state["nodes"][name]["address"]
+        mark = int.from_bytes(socket.inet_aton(address), "big")
+        lines += [f"add rule ip {table} output ip daddr {block} ct state new socket cgroupv2 level "
+                  f'{len(cgroup.relative_to(mount).parts)} "{cgroup.relative_to(CGROUP_FS)}" ct mark set {mark}',
+                  f"add rule ip {table} postrouting ip daddr {block} ct mark {mark} snat to {address}"]
+    if host:
+        lines.append(f"add rule ip {table} postrouting ip daddr {block} ct mark 0 snat to {host}")
+    return "\n".join(lines) + "\n"
+
+
+def _setup_source_addresses(state: dict[str, Any]) -> dict[str, Any]:
+    """Make the nodes' cgroups and the cluster's nft table; returns what ``state["source_addresses"]`` records:
+    ``{"table", "cgroups": {node: path}, "host"}``, or ``{"error": why}`` where this machine cannot (then
+    slurmd and srun bind every address, as without this)."""
+    nft, mount = shutil.which("nft") or "/usr/sbin/nft", _cgroup2_mount()
+    if not Path(nft).exists():
+        return {"error": "nft is not installed (apt-get install nftables)"}
+    if mount is None or not mount.is_relative_to(CGROUP_FS):
+        return {"error": f"no cgroup v2 hierarchy under {CGROUP_FS}"}
+    cgroups = {name: mount / f"clustereval-{state['slurm_name']}" / name for name in state["nodes"]}
+    try:
+        for path in cgroups.values():
+            path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return {"error": f"cannot make the nodes' cgroups: {exc}"}
+    host = _host_source()
+    table = SOURCE_TABLE_PREFIX + state["slurm_name"]
+    subprocess.run([nft, "delete", "table", "ip", table], capture_output=True)
+    proc = subprocess.run([nft, "-f", "-"], input=_source_nat_script(state, cgroups, mount, host),
+                          capture_output=True, text=True)
+    recorded = {"table": table, "cgroups": {name: str(path) for name, path in cgroups.items()}, "host": host}
+    if proc.returncode != 0:
+        _remove_source_addresses(recorded)
+        return {"error": f"nft refused the nodes' source addresses: {proc.stderr.strip()[:300]}"}
+    if not _source_address_works(state, recorded):
+        _remove_source_addresses(recorded)
+        return {"error": "the nodes' source addresses did not take effect (nft matched no cgroup)"}
+    return recorded
+
+
+def _source_address_works(state: dict[str, Any], recorded: dict[str, Any]) -> bool:
+    """Whether a process of the first node's cgroup reaches the block from that node's address: a rule can load
+    and still never match (a cgroup namespace shifts the depths nft counts)."""
+    name = next(iter(recorded["cgroups"]))
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        try:
+            listener.bind((controller_address(state["block"]), 0))  # free until slurmctld starts
+        except OSError:
+            return False
+        listener.listen(1)
+        listener.settimeout(5)
+        client = subprocess.Popen(_in_node_cgroup({"source_addresses": recorded}, name, [
+            sys.executable, "-IS", "-c", _PROBE_CLIENT, *map(str, listener.getsockname())]))
+        try:
+            conn, peer = listener.accept()
+            conn.close()
+        except OSError:
+            client.kill()
+            return False
+        finally:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                client.wait(5)
+    return peer[0] == state["nodes"][name]["address"]
+
+
+_PROBE_CLIENT = "import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 5).close()"
+
+
+def _in_node_cgroup(state: dict[str, Any], name: str | None, argv: list[str]) -> list[str]:
+    """``argv`` started as a process of node ``name``'s cgroup (its connections into the block then leave from
+    the node's address); unchanged where the cluster has no such cgroups."""
+    cgroup = (state.get("source_addresses") or {}).get("cgroups", {}).get(name)
+    if not cgroup:
+        return argv
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', f"{cgroup}/cgroup.procs", *argv]
+
+
+def _cgroup_pids(cgroup: str | Path) -> set[int]:
+    with contextlib.suppress(OSError, ValueError):
+        return {int(p) for p in Path(cgroup, "cgroup.procs").read_text().split()}
+    return set()
+
+
+def _in_cgroups(recorded: dict[str, Any]) -> set[int]:
+    """Live processes of the nodes' cgroups (what ``down`` stops besides the recorded PIDs)."""
+    pids = {pid for cgroup in (recorded or {}).get("cgroups", {}).values() for pid in _cgroup_pids(cgroup)}
+    return {pid for pid in pids if pid != os.getpid() and pid_alive(pid)}
+
+
+def _remove_source_addresses(recorded: dict[str, Any]) -> None:
+    """Delete the cluster's nft table and the nodes' cgroups, once the processes just stopped have left them."""
+    nft = shutil.which("nft") or "/usr/sbin/nft"
+    if recorded.get("table") and Path(nft).exists():
+        subprocess.run([nft, "delete", "table", "ip", recorded["table"]], capture_output=True)
+    cgroups = [Path(p) for p in recorded.get("cgroups", {}).values()]
+    _wait(lambda: not any(_cgroup_pids(path) for path in cgroups), 2.0)
+    for path in [*cgroups, *{p.parent for p in cgroups}]:
+        with contextlib.suppress(OSError):
+            path.rmdir()
 
 
 # ----------------------------------------------------------------------------------------- configuration
@@ -330,6 +474,7 @@ def _slurm_conf(directory: Path, state: dict[str, Any], nodes: list[dict[str, An
         "SlurmUser=root",
         "SlurmdUser=root",
         f"SlurmctldPort={state['ports']['slurmctld']}",
+        slurmconf.communication_parameters("cgroups" in state.get("source_addresses", {})),
         "AuthType=auth/munge",
         "CredType=cred/munge",
         f"AuthInfo=socket={state['munge_socket']}",
@@ -366,7 +511,7 @@ def _slurm_conf(directory: Path, state: dict[str, Any], nodes: list[dict[str, An
         cores = max(1, s["cpus"] // 2)
         gres = f" Gres=gpu:{s['gres_type']}:{s['gres_count']}" if s["gres_count"] else ""
         lines.append(
-            f"NodeName={node['name']} NodeHostname={node['name']} NodeAddr=127.0.0.1 "
+            f"NodeName={node['name']} NodeHostname={node['name']} NodeAddr={node['address']} "
             f"Port={node['slurmd_port']} "
             f"CPUs={cores * 2} Boards=1 SocketsPerBoard=2 CoresPerSocket={cores} ThreadsPerCore=1 "
             f"RealMemory={s['real_memory_mb']}{gres} State=UNKNOWN"
@@ -397,7 +542,23 @@ JOB_MAP_DIR = slurmconf.JOB_MAP_DIR
 def _controller(state: dict[str, Any]) -> tuple[str, str, str | None]:
     """(SlurmctldHost, its address, the compute node slurmctld runs on or None for the host)."""
     return slurmconf.controller(state["slurm_cluster"], socket.gethostname().split(".")[0],
-                                {name: info["address"] for name, info in state["nodes"].items()})
+                                {name: info["address"] for name, info in state["nodes"].items()},
+                                controller_address(state["block"]))
+
+
+def controller_address(block: str) -> str:
+    """The host's slurmctld's own address in the cluster's block (what its host name resolves to for it)."""
+    return f"{block}.{slurmconf.CONTROLLER_HOST_INDEX}"
+
+
+def _write_hosts(directory: Path, state: dict[str, Any]) -> None:
+    """``D/slurm/hosts``, the /etc/hosts of every node and of the host's slurmctld (bind-mounted in their mount
+    namespaces): each one's host name resolves to its own address, which Slurm binds (NoInAddrAny)."""
+    names = {name: info["address"] for name, info in state["nodes"].items()}
+    ctl_name, ctl_address, on_node = _controller(state)
+    if not on_node:  # slurmctld resolves its full name (gethostname), SlurmctldHost is the short one
+        names.update(dict.fromkeys({ctl_name, socket.gethostname()}, ctl_address))
+    (_paths(directory)["slurm"] / "hosts").write_text(slurmconf.hosts_file(names))
 
 
 def _write_slurm_programs(directory: Path, node_list: list[dict[str, Any]]) -> None:
@@ -805,6 +966,8 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
         "namespaces": {},
     }
     state["host_account"] = _host_account(node_list)
+    _write_hosts(directory, state)
+    state["source_addresses"] = _setup_source_addresses(state)  # before slurm.conf: it says what Slurm binds
     _write_state(directory, state)
 
     # ssh identity: one client key (the inventory's) and one host key for the whole cluster
@@ -957,16 +1120,24 @@ def boot_script(directory: Path, node: dict[str, Any]) -> str:
              f"mount --bind {q(str(nd / 'boot_id'))} /proc/sys/kernel/random/boot_id",
              f"{{ [ ! -e /dev/kmsg ] || mount --bind {q(str(nd / 'kmsg.fifo'))} /dev/kmsg; }}",
              f"mount --bind {q(str(nd / 'pci'))} /sys/bus/pci",
-             f"{{ [ ! -d /proc/bus/pci ] || mount --bind {q(str(nd / 'empty'))} /proc/bus/pci; }}"]
+             f"{{ [ ! -d /proc/bus/pci ] || mount --bind {q(str(nd / 'empty'))} /proc/bus/pci; }}",
+             _hosts_mount(directory)]
     return (" && ".join(steps) + f" && exec setpriv --bounding-set {NODE_DROPPED_CAPS} /usr/sbin/sshd -D "
             f"-f {q(str(nd / 'sshd_config'))} -E {q(str(nd / 'sshd.log'))}")
+
+
+def _hosts_mount(directory: Path) -> str:
+    """The shell line laying the cluster's hosts file over /etc/hosts (last: above any /etc overlay, whose own
+    lines, such as the evaluator account's ``127.0.1.1 nodeK``, would make the node's name resolve elsewhere)."""
+    return f"mount --bind {shlex.quote(str(_paths(directory)['slurm'] / 'hosts'))} /etc/hosts"
 
 
 def start_sshd(directory: Path, state: dict[str, Any], node: dict[str, Any]) -> subprocess.Popen:
     """A fresh UTS + mount namespace for the node with its sshd (recorded as ``sshd:NODE``)."""
     nd = _paths(directory)["nodes"] / node["name"]
     proc = subprocess.Popen(
-        ["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c", boot_script(directory, node)],
+        _in_node_cgroup(state, node["name"], ["unshare", "--uts", "--mount", "--propagation", "private", "sh", "-c",
+                                              boot_script(directory, node)]),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=open(nd / "sshd.log", "ab"),  # noqa: SIM115
@@ -1009,9 +1180,15 @@ def start_slurmctld(directory: Path, state: dict[str, Any], ns_pid: int | None,
     ``clean``: without the saved state (a fresh ``up``); a restart after the node's reboot keeps it."""
     p = _paths(directory)
     log = p["slurm"] / "log" / "slurmctld.log"
-    enter = ["nsenter", "-t", str(ns_pid), "--uts", "--mount"] if ns_pid else []
+    command = ["slurmctld", "-D", *(["-c"] if clean else []), "-f", str(p["slurm"] / "slurm.conf")]
+    if ns_pid:
+        command = _in_node_cgroup(state, _controller(state)[2], ["nsenter", "-t", str(ns_pid), "--uts", "--mount",
+                                                                 *command])
+    else:  # a mount namespace of its own, where the host's name resolves to the controller's address it binds
+        command = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                   f"{_hosts_mount(directory)} && exec {shlex.join(command)}"]
     proc = subprocess.Popen(
-        [*enter, "slurmctld", "-D", *(["-c"] if clean else []), "-f", str(p["slurm"] / "slurm.conf")],
+        command,
         env=_slurm_env(directory),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -1027,8 +1204,9 @@ def start_slurmd(directory: Path, state: dict[str, Any], name: str, ns_pid: int)
     p = _paths(directory)
     log = p["slurm"] / "log" / f"slurmd-{name}.log"
     proc = subprocess.Popen(
-        ["nsenter", "-t", str(ns_pid), "--uts", "--mount", "setpriv", "--bounding-set", NODE_DROPPED_CAPS,
-         "slurmd", "-D", "-N", name, "-f", str(p["slurm"] / "slurm.conf")],
+        _in_node_cgroup(state, name, ["nsenter", "-t", str(ns_pid), "--uts", "--mount", "setpriv", "--bounding-set",
+                                      NODE_DROPPED_CAPS, "slurmd", "-D", "-N", name,
+                                      "-f", str(p["slurm"] / "slurm.conf")]),
         env=_slurm_env(directory),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -1073,7 +1251,7 @@ def _start_exporters(directory: Path, state: dict[str, Any], node: dict[str, Any
     for label, argv in commands:
         log = _paths(directory)["nodes"] / node["name"] / f"{label}.log"
         proc = subprocess.Popen(
-            ["nsenter", "-t", str(ns_pid), "--uts", "--mount", *argv],
+            _in_node_cgroup(state, node["name"], ["nsenter", "-t", str(ns_pid), "--uts", "--mount", *argv]),
             env={"PATH": NODE_PATH, "SIMNODE_ROOT": "/sim"},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -1123,8 +1301,8 @@ def start_sshfs(directory: Path, state: dict[str, Any], name: str, address: str,
     p = _paths(directory)
     node_log = p["nodes"] / name / "sshfs.log"
     proc = subprocess.Popen(
-        ["nsenter", "-t", str(ns_pid), "--mount",
-         *sharedfs.mount_command(address, p["shared"], point, p["ssh"] / "id_ed25519")],
+        _in_node_cgroup(state, name, ["nsenter", "-t", str(ns_pid), "--mount",
+                                      *sharedfs.mount_command(address, p["shared"], point, p["ssh"] / "id_ed25519")]),
         env={"PATH": NODE_PATH}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=open(node_log, "ab"), start_new_session=True)  # noqa: SIM115
     _record(directory, state, f"sshfs:{name}", proc.pid, mount=point)
@@ -1174,8 +1352,31 @@ def _wait_ready(directory: Path, state: dict[str, Any], node_list: list[dict[str
     )
 
 
+def processes(directory: str | Path) -> dict[int, str]:
+    """Every live process of the cluster in ``directory`` (PID -> what it is): what :func:`down` stops."""
+    return _processes(_read_state(Path(directory).resolve()) or {})
+
+
+def _processes(state: dict[str, Any]) -> dict[int, str]:
+    """The recorded processes, the children of the nodes' sshd and slurmd, and whatever runs in the nodes'
+    namespaces or cgroups."""
+    targets: dict[int, str] = {}
+    listeners = set()
+    for key, proc in state.get("processes", {}).items():
+        if pid_alive(proc["pid"], proc.get("started")):
+            targets[proc["pid"]] = key
+            if key.startswith(("sshd:", "slurmd:")):
+                listeners.add(proc["pid"])
+    for pid in _descendants(listeners):
+        targets.setdefault(pid, "node child")
+    namespaces = [tuple(ns) for ns in state.get("namespaces", {}).values() if all(ns)]
+    for pid in _in_namespaces(namespaces) | _in_cgroups(state.get("source_addresses") or {}):  # type: ignore[arg-type]
+        targets.setdefault(pid, "node process")
+    return targets
+
+
 def down(directory: str | Path) -> dict[str, Any]:
-    """Stop every process the cluster in ``directory`` started (by recorded PID and node namespace).
+    """Stop every process the cluster in ``directory`` started (by recorded PID, node namespace and cgroup).
 
     Idempotent: with nothing running (or no state at all) it stops nothing and says so.
     """
@@ -1189,19 +1390,13 @@ def down(directory: str | Path) -> dict[str, Any]:
     if power and pid_alive(power["pid"], power.get("started")):
         stopped_power = _terminate({power["pid"]}, grace_s=10.0)
         state = _read_state(directory) or state
-    targets: dict[int, str] = {}
-    listeners = set()
-    for key, proc in state.get("processes", {}).items():
-        if pid_alive(proc["pid"], proc.get("started")):
-            targets[proc["pid"]] = key
-            if key.startswith(("sshd:", "slurmd:")):
-                listeners.add(proc["pid"])
-    for pid in _descendants(listeners):
-        targets.setdefault(pid, "node child")
-    namespaces = [tuple(ns) for ns in state.get("namespaces", {}).values() if all(ns)]
-    for pid in _in_namespaces(namespaces):  # type: ignore[arg-type]
-        targets.setdefault(pid, "node process")
+    targets = _processes(state)
     signalled = _terminate(set(targets))
+    # what a node started while the rest stopped (a step, an SSH session) is still in its cgroup
+    stragglers = _in_cgroups(state.get("source_addresses") or {})
+    targets.update(dict.fromkeys(stragglers, "node process"))
+    signalled |= _terminate(stragglers)
+    _remove_source_addresses(state.get("source_addresses") or {})
     targets.update({pid: "power" for pid in stopped_power})
     stopped = [{"pid": pid, "what": targets[pid]} for pid in sorted(signalled | stopped_power)]
     if state.get("network_faults") and state.get("slurm_name"):
@@ -1286,6 +1481,9 @@ def status(directory: str | Path) -> dict[str, Any]:
             "power_alive": alive("power"),  # the BMC: reboots, /dev/kmsg, SBR watch, remediation
         },
         "nodes": nodes,
+        # each node's connections into the block leave from its address, so slurmd and srun bind it (else "error":
+        # why not; they bind every address)
+        "source_addresses": state.get("source_addresses"),
         "shared_fs": {**state.get("shared_fs", {}), "server_alive": alive("sshd:storage")}
         if state.get("shared_fs") else None,
         # kubectl on the host: {**os.environ, **kubectl_env(D)} (PATH with D/k8s/bin, CLUSTEREVAL_SIM_K8S_API)

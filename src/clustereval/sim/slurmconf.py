@@ -28,6 +28,13 @@ TIMEOUTS = {"message_timeout_s": "MessageTimeout", "prolog_epilog_timeout_s": "P
 # Profile key -> Slurm's JobDefaults / partition key of the job defaults.
 JOB_DEFAULTS = {"cpus_per_gpu": "DefCpuPerGPU", "mem_per_gpu_mb": "DefMemPerGPU", "mem_per_cpu_mb": "DefMemPerCPU"}
 SPINE_SWITCH = "spine"
+# Slurm programs bind the address their host name resolves to (the node's own, from the cluster's hosts file,
+# :func:`hosts_file`) instead of every address of the machine: NoInAddrAny for slurmd, srun and slurmstepd,
+# NoCtldInAddrAny for slurmctld (slurm.conf(5)). The simulated cluster then listens on its own addresses only.
+NO_IN_ADDR_ANY = "NoInAddrAny"
+NO_CTLD_IN_ADDR_ANY = "NoCtldInAddrAny"
+# The host's slurmctld has an address of the cluster's block too (.253; the nodes are .1…, the storage host .254).
+CONTROLLER_HOST_INDEX = 253
 
 
 def scheduler_lines(cluster_slurm: dict[str, Any], provider: dict[str, Any], partition: str) -> list[str]:
@@ -59,12 +66,31 @@ def partition_line(name: str, cluster_slurm: dict[str, Any]) -> str:
     return f"PartitionName={name} Nodes=ALL Default=YES MaxTime=INFINITE State=UP{defaults}"
 
 
-def controller(cluster_slurm: dict[str, Any], host: str, addresses: dict[str, str]) -> tuple[str, str, str | None]:
-    """(SlurmctldHost name, its address, the compute node it runs on or None): the host by default."""
+def communication_parameters(nodes_own_addresses: bool) -> str:
+    """The CommunicationParameters line. slurmctld always binds its own address; slurmd and srun only when each
+    node's connections leave from its own address (``nodes_own_addresses``): slurmd connects a step's I/O back
+    to the address srun's request came from, so an srun bound to its node's address needs requests from there."""
+    options = [NO_IN_ADDR_ANY, NO_CTLD_IN_ADDR_ANY] if nodes_own_addresses else [NO_CTLD_IN_ADDR_ANY]
+    return "CommunicationParameters=" + ",".join(options)
+
+
+def controller(cluster_slurm: dict[str, Any], host: str, addresses: dict[str, str],
+               host_address: str = "127.0.0.1") -> tuple[str, str, str | None]:
+    """(SlurmctldHost name, its address, the compute node it runs on or None): the host (at ``host_address``) by
+    default."""
     node = cluster_slurm.get("controller")
     if node:
         return node, addresses[node], node
-    return host, "127.0.0.1", None
+    return host, host_address, None
+
+
+def hosts_file(addresses: dict[str, str]) -> str:
+    """/etc/hosts as every process of the cluster sees it (name -> address: the nodes and the controller): with
+    :func:`communication_parameters` each Slurm program binds what its own host name resolves to here."""
+    lines = ["# The simulated cluster's names (clustereval sim): each node's own loopback address.",
+             "127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
+    lines += [f"{address}\t{name}" for name, address in addresses.items()]
+    return "\n".join(lines) + "\n"
 
 
 def topology_conf(rack_of: dict[str, str]) -> str:
