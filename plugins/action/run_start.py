@@ -93,10 +93,14 @@ class ActionModule(ActionBase):
             info = _resumed(previous, info, resume)
             run_id = info["run_id"]
         elif os.path.exists(previous):
+            # A new run into the same folder: its results supersede the earlier run's same checks, whose other
+            # lines still count (results.load accepts the ids listed here).
             try:
                 with open(previous, encoding="utf-8") as fh:
-                    info["previous_starts"] = [json.load(fh).get("started")]
-            except (OSError, ValueError):
+                    earlier = json.load(fh)
+                info["previous_starts"] = [*earlier.get("previous_starts", []), earlier.get("started")]
+                info["previous_run_ids"] = [*earlier.get("previous_run_ids", []), earlier["run_id"]]
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 pass
         write_json(previous, info)
         message = f"run directory {run_dir}"

@@ -14,8 +14,18 @@ from pathlib import Path
 import pytest
 
 from clustereval.sim import cluster, power
-from tests.integration.simrun import BIN, REPO, REQUIRES_SIM, ansible_env, by_key, load_result_list
-from tests.integration.simrun import read_inventory, run_playbook, simulated_cluster, ssh
+from tests.integration.simrun import (
+    BIN,
+    REPO,
+    REQUIRES_SIM,
+    ansible_env,
+    by_key,
+    load_result_list,
+    read_inventory,
+    run_playbook,
+    simulated_cluster,
+    ssh,
+)
 
 pytestmark = REQUIRES_SIM
 
@@ -67,14 +77,25 @@ def test_resume_after_a_node_was_down_finishes_it_and_judges_the_fleet_again(tmp
 
 
 def test_a_limited_run_makes_its_run_directory_and_plans_only_its_hosts(tmp_path):
+    run_dir = tmp_path / "run"
+
+    def limited(node: str) -> subprocess.CompletedProcess[str]:
+        return run_playbook(sim / "inventory.ini", "--limit", node, "--tags", "audit.os.kernel",
+                            "-e", "clustereval_phases=audit", "-e", f"clustereval_out={run_dir}")
+
     with simulated_cluster(tmp_path / "sim", 2, "reference") as sim:
-        proc = run_playbook(sim / "inventory.ini", "--limit", "node2", "--tags", "audit.os.kernel",
-                            "-e", "clustereval_phases=audit", "-e", f"clustereval_out={tmp_path / 'run'}")
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    keyed = by_key(load_result_list(tmp_path / "run"))
-    assert keyed[("audit.os.kernel", "node2")]["status"] == "pass" and ("audit.os.kernel", "node1") not in keyed
-    info = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert info["plan"]["hosts"] == ["node2"] and info["selection"]["limit"] == "node2"
+        proc = limited("node2")
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        keyed = by_key(load_result_list(run_dir))
+        assert keyed[("audit.os.kernel", "node2")]["status"] == "pass" and ("audit.os.kernel", "node1") not in keyed
+        info = json.loads((run_dir / "run.json").read_text())
+        assert info["plan"]["hosts"] == ["node2"] and info["selection"]["limit"] == "node2"
+        again = limited("node1")  # a new run into the same folder: the earlier run's results still count
+        assert again.returncode == 0, again.stdout[-3000:]
+    later = json.loads((run_dir / "run.json").read_text())
+    assert later["run_id"] != info["run_id"] and later["previous_run_ids"] == [info["run_id"]]
+    score = json.loads((run_dir / "score.json").read_text())
+    assert not score["load_warnings"] and {"node1", "node2"} <= set(score["subjects"]["hosts"])
 
 
 @pytest.mark.parametrize("content", [None, "{not json", '{"run_id": "x"}'])

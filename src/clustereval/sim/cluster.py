@@ -41,11 +41,13 @@ from clustereval.sim.overlays import software_tools
 from clustereval.sim.overlays import system as system_overlay
 from clustereval.sim.profile import (
     ProfileError,
+    check_problems,
     load_profile,
     node_names,
     node_settings,
     provider_settings,
     render_node,
+    unknown_node_problems,
 )
 
 SHIM_SOURCES = Path(__file__).resolve().parent / "shims"
@@ -885,8 +887,6 @@ def check_nodes(prof: dict[str, Any], nodes: int) -> None:
     """Before ``up`` acts, find every problem an ``nodes``-node cluster has with a loaded profile: overrides for
     nodes it does not have, and what rendering each node trips over that the profile's own checks cannot see
     (a GPU index or a rail the node lacks once its settings are merged); one ProfileError lists them all."""
-    from clustereval.sim.profile import check_problems, unknown_node_problems
-
     problems = unknown_node_problems(prof, nodes)
     for name in node_names(nodes):
         problems += check_problems(name, render_node, prof, name) + check_problems(name, provider_settings, prof, name)
@@ -911,7 +911,7 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     directory = Path(directory).resolve()
     # The whole profile is read and every node rendered before anything that may run there is touched: a bad
     # profile leaves a running cluster as it was.
-    prof = load_profile(profile)
+    prof = load_profile(profile, nodes)
     check_nodes(prof, nodes)
     directory.mkdir(parents=True, exist_ok=True)
     down(directory)
