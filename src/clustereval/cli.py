@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -168,7 +169,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_undo(args: argparse.Namespace) -> int:
     """Revert what a run's journal says is still applied, through ``playbooks/undo.yml``."""
-    import os
     import subprocess
 
     from clustereval import journal, runinfo, runner
@@ -337,7 +337,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:  # outside a run (a run handles its own, see clustereval.run_control)
+        print("clustereval: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        # A user gets a sentence and a non-zero exit, never a traceback; a developer can ask for it.
+        if os.environ.get("CLUSTEREVAL_DEBUG"):
+            raise
+        print(f"clustereval: {args.command} failed: {type(exc).__name__}: {exc} "
+              f"(CLUSTEREVAL_DEBUG=1 shows where)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

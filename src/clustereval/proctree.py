@@ -20,12 +20,12 @@ from clustereval import runinfo
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def become_subreaper() -> bool:
-    """Orphaned descendants are re-parented to this process instead of PID 1; False where the kernel (or the
-    platform) cannot."""
+def become_subreaper(on: bool = True) -> bool:
+    """Orphaned descendants are re-parented to this process instead of PID 1 (``on=False``: no longer); False
+    where the kernel (or the platform) cannot."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 

@@ -53,6 +53,8 @@ class RunControl:
     def __exit__(self, *exc: Any) -> None:
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
+        if self.subreaper:  # a long-lived caller (a scheduler calling runner.evaluate) gets its process back
+            proctree.become_subreaper(False)
 
     @property
     def interrupted(self) -> str | None:
@@ -80,13 +82,13 @@ class RunControl:
 
     @staticmethod
     def _playbooks() -> list[int]:
-        """This process's ansible-playbook children (ansible-runner's pexpect child)."""
-        out = []
+        """The run's ansible-playbook main process (ansible-runner's pexpect child: the first descendant so named;
+        its workers bear the same name)."""
         for pid in proctree.descendants():
             with contextlib.suppress(OSError):
                 if b"ansible-playbook" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    out.append(pid)
-        return out[:1] if out else []
+                    return [pid]
+        return []
 
     def cancel(self) -> bool:
         """ansible-runner's cancel callback: True (kill ansible-playbook) once the grace period is over."""

@@ -41,34 +41,28 @@ def safe_options(task_vars: dict[str, Any]) -> dict[str, Any]:
     """The ``clustereval_*`` settings of this run with every secret redacted (``clustereval.redact``: by name
     at any depth, vault values, credentials in URLs, and any secret value of any variable wherever it recurs)."""
     secrets = redact.secret_values(task_vars)
-    out: dict[str, Any] = {}
-    for name, value in task_vars.items():
-        if not name.startswith("clustereval_") or name in ("clustereval_run_dir", "clustereval_run_id"):
-            continue
-        if isinstance(value, str) and "{{" in value:
-            continue  # derived settings (playbook expressions), not something the operator chose
-        value = redact.redact(value, secrets, name)
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
-            value = str(value)
-        out[name] = value
-    return out
+    return {name: _safe_value(value, secrets, name) for name, value in task_vars.items()
+            if name.startswith("clustereval_") and name not in ("clustereval_run_dir", "clustereval_run_id")
+            # derived settings (playbook expressions) are not something the operator chose
+            and not (isinstance(value, str) and "{{" in value)}
 
 
 def safe_extra_vars(extra_vars: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
-    """The extra variables the run was given (``-e``), secrets redacted as in :func:`safe_options`: what
-    ``clustereval resume`` gives the playbook again (a redacted one must be given again by the operator)."""
+    """The extra variables the run was given (``-e``, templates as given), secrets redacted as in
+    :func:`safe_options`: what ``clustereval resume`` gives the playbook again (a redacted one must be given again
+    by the operator)."""
     secrets = redact.secret_values(task_vars)
-    out: dict[str, Any] = {}
-    for name, value in extra_vars.items():
-        value = redact.redact(value, secrets, name)
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError):
-            value = str(value)
-        out[name] = value
-    return out
+    return {name: _safe_value(value, secrets, name) for name, value in extra_vars.items()}
+
+
+def _safe_value(value: Any, secrets: set[str], name: str) -> Any:
+    """The value redacted, as JSON can hold it (else its text)."""
+    value = redact.redact(value, secrets, name)
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        value = str(value)
+    return value
 
 
 def inventory_summary(task_vars: dict[str, Any], targets: list[str]) -> dict[str, Any]:

@@ -93,3 +93,31 @@ def test_a_results_file_that_is_a_directory_is_a_message(tmp_path, capsys):
     assert "is not a file" in capsys.readouterr().err
     loaded, warnings = results.load(tmp_path)
     assert loaded == [] and "is not a file (a directory)" in warnings[0]
+
+
+def test_a_missing_extra_vars_file_is_a_message(tmp_path, capsys):
+    with pytest.raises(SystemExit, match=r"-e @.*nowhere.yml: no such file"):
+        cli.main(["evaluate", "-i", str(tmp_path), "-e", f"@{tmp_path / 'nowhere.yml'}"])
+
+
+def test_an_extra_vars_file_goes_to_ansible_as_it_is_vault_values_and_all(tmp_path):
+    vaulted = tmp_path / "secrets.yml"
+    vaulted.write_text("clustereval_token: !vault |\n  $ANSIBLE_VAULT;1.1;AES256\n  6162\nplain: 1\n")
+    pairs, files = cli._extravars(["a=1", f"@{vaulted}"])
+    assert pairs == {"a": "1"} and files == [str(vaulted.resolve())]  # not decrypted, not even read here
+    assert cli._file_keys(str(vaulted)) == {"clustereval_token", "plain"}
+    assert cli._file_keys(str(tmp_path / "none.yml")) == set()
+
+
+def test_an_unexpected_error_is_one_sentence_and_a_non_zero_exit(monkeypatch, capsys):
+    def broken(args):
+        raise RuntimeError("the catalogue vanished")
+
+    monkeypatch.delenv("CLUSTEREVAL_DEBUG", raising=False)
+    monkeypatch.setattr(cli, "cmd_checks", broken)
+    assert cli.main(["checks"]) == 1
+    err = capsys.readouterr().err
+    assert "checks failed: RuntimeError: the catalogue vanished" in err and "Traceback" not in err
+    monkeypatch.setenv("CLUSTEREVAL_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        cli.main(["checks"])

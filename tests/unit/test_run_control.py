@@ -30,7 +30,7 @@ time.sleep(60)
 @pytest.fixture(autouse=True)
 def no_subreaper(monkeypatch):
     # The test process must not become a subreaper for the rest of the session.
-    monkeypatch.setattr(proctree, "become_subreaper", lambda: False)
+    monkeypatch.setattr(proctree, "become_subreaper", lambda on=True: False)
 
 
 def start_playbook(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
