@@ -633,6 +633,8 @@ SIM_BENCHMARK_VARS: dict[str, Any] = {
     "clustereval_network_torchdist_max_bytes": 65536, "clustereval_network_torchdist_iters": 2,
     "clustereval_network_rdma_tools": ["ib_write_bw", "ib_write_lat"], "clustereval_network_rdma_memory": ["host"],
     "clustereval_network_rdma_duration_s": 1,
+    "clustereval_storage_tier_clients": [1], "clustereval_storage_tier_size_mib": 8,
+    "clustereval_storage_tier_runtime_s": 1,
 }
 
 
