@@ -34,7 +34,8 @@ def test_every_tier_is_found_measured_and_left_clean(tmp_path):
     tiers = {t["name"]: t for t in inventory["evidence"]["tiers"]}
     assert tiers["shared_home"]["shared"] and tiers["shared_home"]["fstype"].startswith("fuse.")
     assert tiers["shm"]["kind"] == "memory" and tiers["scratch"]["state"] == "measured"
-    writes = {r["params"]["tier"]: r for r in items if r["check"] == "storage.tier.seq_write" and r["subject"] == "node1"}
+    writes = {r["params"]["tier"]: r for r in items
+              if r["check"] == "storage.tier.seq_write" and r["subject"] == "node1"}
     assert {"home", "scratch", "shm", "shared_home"} <= set(writes)
     assert all(r["status"] in ("pass", "warn", "fail") and r["value"] > 0 for r in writes.values())
     scaling = [r for r in items if r["check"] == "storage.tier.scaling" and r["subject"] == "node2"]
@@ -44,3 +45,25 @@ def test_every_tier_is_found_measured_and_left_clean(tmp_path):
     errors = [r for r in items if r["check"] == "storage.tier.errors"]
     assert errors and all(r["status"] == "pass" for r in errors), [r["summary"] for r in errors]
     assert not json.loads((run_dir / "score.json").read_text())["load_warnings"]
+
+
+def test_a_disk_that_reads_slower_than_it_writes_is_found_on_that_node(tmp_path):
+    # storage-faults: node1's disk reads at 40 MB/s through the kernel's block throttle (sim/diskfaults.py)
+    run_dir = tmp_path / "run"
+    with simulated_cluster(tmp_path / "sim", 2, "storage-faults") as sim:
+        proc = run_playbook(sim / "inventory.ini", "-e", "clustereval_phases=performance",
+                            "--tags", "storage.tier.read_vs_write,storage.tier.seq_read",
+                            "-e", f"clustereval_out={run_dir}", "-e", "clustereval_storage_tier_size_mib=32",
+                            "-e", "clustereval_storage_tier_runtime_s=2", timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    items = load_result_list(run_dir)
+
+    def verdict(check: str, node: str) -> dict:
+        return next(r for r in items if r["check"] == check and r["subject"] == node
+                    and r["params"]["tier"] == "scratch")
+
+    throttled = verdict("storage.tier.read_vs_write", "node1")
+    assert throttled["status"] == "fail" and "reads far slower than writes" in throttled["summary"]
+    assert verdict("storage.tier.seq_read", "node1")["status"] == "fail"
+    assert verdict("storage.tier.seq_read", "node1")["value"] < 60
+    assert verdict("storage.tier.seq_read", "node2")["value"] > 100

@@ -34,7 +34,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from clustereval.sim import netfaults, overlays, pcisysfs, sharedfs, slurmconf
+from clustereval.sim import diskfaults, netfaults, overlays, pcisysfs, sharedfs, slurmconf
 from clustereval.sim.overlays import accounts as accounts_overlay
 from clustereval.sim.overlays import k8s as k8s_overlay
 from clustereval.sim.overlays import software_tools
@@ -386,10 +386,14 @@ _PROBE_CLIENT = "import socket, sys; socket.create_connection((sys.argv[1], int(
 def _in_node_cgroup(state: dict[str, Any], name: str | None, argv: list[str]) -> list[str]:
     """``argv`` started as a process of node ``name``'s cgroup (its connections into the block then leave from
     the node's address); unchanged where the cluster has no such cgroups."""
-    cgroup = (state.get("source_addresses") or {}).get("cgroups", {}).get(name)
-    if not cgroup:
+    joined = [f"{cgroups[name]}/cgroup.procs" for key in ("source_addresses", "disk_limits")
+              if name in (cgroups := (state.get(key) or {}).get("cgroups", {}))]
+    if not joined:
         return argv
-    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', f"{cgroup}/cgroup.procs", *argv]
+    # one hierarchy each (the v2 one of the source addresses, a v1 blkio one of a slow disk): a process joins both
+    # sh -c SCRIPT FILE0 FILE1 ARGV...: $0, $1 are the files, shifted away before the exec
+    joins = " && ".join(f'echo $$ > "${i}"' for i in range(len(joined)))
+    return ["sh", "-c", f'{joins} && shift {len(joined) - 1} && exec "$@"', *joined, *argv]
 
 
 def _cgroup_pids(cgroup: str | Path) -> set[int]:
@@ -970,6 +974,13 @@ def up(directory: str | Path, nodes: int, profile: str = "reference") -> dict[st
     state["host_account"] = _host_account(node_list)
     _write_hosts(directory, state)
     state["source_addresses"] = _setup_source_addresses(state)  # before slurm.conf: it says what Slurm binds
+    try:  # before any process of a node starts: they all inherit its disk throttle
+        state["disk_limits"] = diskfaults.setup(state["slurm_name"], directory, {
+            n["name"]: caps for n in node_list if (caps := diskfaults.wanted(n["settings"].get("faults") or {}))})
+    except OSError as exc:
+        _write_state(directory, state)
+        raise SimError(f"the profile asks for a slow disk (disk_read_mbps/disk_write_mbps) and this machine "
+                       f"cannot throttle one: {exc}") from None
     _write_state(directory, state)
 
     # ssh identity: one client key (the inventory's) and one host key for the whole cluster
@@ -1395,10 +1406,11 @@ def down(directory: str | Path) -> dict[str, Any]:
     targets = _processes(state)
     signalled = _terminate(set(targets))
     # what a node started while the rest stopped (a step, an SSH session) is still in its cgroup
-    stragglers = _in_cgroups(state.get("source_addresses") or {})
+    stragglers = _in_cgroups(state.get("source_addresses") or {}) | _in_cgroups(state.get("disk_limits") or {})
     targets.update(dict.fromkeys(stragglers, "node process"))
     signalled |= _terminate(stragglers)
     _remove_source_addresses(state.get("source_addresses") or {})
+    diskfaults.remove(state.get("disk_limits") or {})
     targets.update({pid: "power" for pid in stopped_power})
     stopped = [{"pid": pid, "what": targets[pid]} for pid in sorted(signalled | stopped_power)]
     if state.get("network_faults") and state.get("slurm_name"):

@@ -249,12 +249,13 @@ def fault_problems(where: str, faults: Any) -> Iterator[str]:
     if not isinstance(faults, dict):
         yield f"{where}: expected a mapping, not {faults!r}"
         return
-    from clustereval.sim import netfaults, overlays, sharedfs
+    from clustereval.sim import diskfaults, netfaults, overlays, sharedfs
 
-    known = KNOWN_FAULTS | overlays.faults() | sharedfs.FAULTS | netfaults.FAULTS
+    known = KNOWN_FAULTS | overlays.faults() | sharedfs.FAULTS | netfaults.FAULTS | diskfaults.FAULTS
     unknown = set(faults) - known
     if unknown:
         yield f"{where} has unknown keys {sorted(unknown, key=str)}; known: {sorted(known)}"
+    yield from diskfaults.problems(where, faults)
     for fault, (allowed, required) in RUN_FAULTS.items():
         if fault in faults:
             yield from _run_fault_problems(f"{where}.{fault}", faults[fault], allowed, required)
