@@ -1,7 +1,7 @@
 """What the performance roles add to what they measure: each tool run bare on simulated nodes vs the same
 tool run through its role, comparing the tool's own figure (not wall time), then the whole performance phase.
 
-Usage: python benchmarks/perf_overhead.py [--quick] [--repeat N] [--parts gemm,iperf3,nccl,phase]
+Usage: python benchmarks/perf_overhead.py [--quick] [--repeat N] [--parts gemm,iperf3,nccl,fio,phase]
 Needs root and the Debian packages `make install` sets up (the simulated cluster, iperf3, Open MPI), and
 PyTorch in this checkout's .venv (the role is pointed at it with clustereval_gpu_compute_venv, so nothing is
 installed). Every simulated cluster it starts lives in a temporary directory under /tmp and is brought down
@@ -20,7 +20,10 @@ however the run ends.
 3. nccl: all_reduce_perf 8 B..256 MiB, -g 8, mpirun from node1 over both nodes, bare vs
    `--tags network.nccl.busbw` with scaling, NVLink-off and isolation off; compared: the peak busbw that
    clustereval.parsers ("nccl-tests") reads from each output, and the wall time.
-4. phase: `-e clustereval_phases=performance` on a 4-node reference cluster with the demo's small settings
+4. fio: the storage tier matrix's scratch sequential write (1 MiB direct, one client, 256 MiB, 5 s) on node1: the
+   storage_tier_matrix probe's own command over plain ssh with the role's parameters (the same fio job file) vs
+   `--tags storage.tier.seq_write --limit node1`; compared: the point's MB/s as the tier parser reads it.
+5. phase: `-e clustereval_phases=performance` on a 4-node reference cluster with the demo's small settings
    and small benchmark shapes; its wall time, the number of results and their statuses (run once).
 
 Runs alternate bare / role so a slow spell of the machine hits both sides; medians, ratios (role / bare)
@@ -51,6 +54,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from clustereval import yamldata
+from clustereval.checks import probe_catalogue
 from clustereval.parsers import parse
 from clustereval.sim import cluster
 
@@ -326,6 +331,52 @@ def measure_phase(sim: Sim, tmp: Path) -> dict:
 
 # ---- report --------------------------------------------------------------------------------------------------
 
+# ---- 4. the storage tier matrix (fio) through the role vs bare ----------------------------------------------
+
+FIO_TIER_VARS = {"clustereval_storage_tier_clients": [1], "clustereval_storage_tier_size_mib": 256,
+                 "clustereval_storage_tier_runtime_s": 5}
+
+
+def fio_bare(sim: Sim) -> tuple[float, float]:
+    """The storage_tier_matrix probe's own command over plain ssh on node1, with the parameters the role gives
+    it (as environment), so fio runs the same job file; its scratch sequential write, 1 MiB direct."""
+    probe = probe_catalogue.load()["storage_tier_matrix"]
+    params = {"CLUSTEREVAL_SCRATCH_DIR": "/sim/scratch", "CLUSTEREVAL_EXTRA_DIRS": "", "CLUSTEREVAL_CLIENTS": "1",
+              "CLUSTEREVAL_SHARED_FSTYPES": str(yamldata.load((REPO / "roles/storage/vars/main.yml").read_text())[
+                  "__clustereval_storage_shared_fstypes"]).strip(),
+              "CLUSTEREVAL_IOENGINE": "libaio", "CLUSTEREVAL_IODEPTH": "8",
+              "CLUSTEREVAL_SIZE_MIB": str(FIO_TIER_VARS["clustereval_storage_tier_size_mib"]),
+              "CLUSTEREVAL_RUNTIME_S": str(FIO_TIER_VARS["clustereval_storage_tier_runtime_s"]),
+              "CLUSTEREVAL_RUN_TAG": "bare"}
+    command = " ".join(f"{k}={shlex.quote(v)}" for k, v in params.items()) + " sh -c " + shlex.quote(probe["cmd"])
+    proc, wall = sim.ssh("node1", command, timeout=600)
+    tiers = {t["name"]: t for t in parse("probe-storage-tiers", proc.stdout)["tiers"]}
+    point = next(p for p in tiers["scratch"]["points"] if p["job"] == "seq_write_1m_direct")
+    return float(point["bw_mbps"]), wall
+
+
+def fio_role(sim: Sim, out: Path) -> tuple[float, float]:
+    results, wall = sim.playbook(out, FIO_TIER_VARS, "--tags", "storage.tier.seq_write", "--limit", "node1")
+    rate = next(r["value"] for r in results if r["check"] == "storage.tier.seq_write"
+                and r["subject"] == "node1" and r["params"].get("tier") == "scratch")
+    return float(rate), wall
+
+
+def measure_fio(sim: Sim, tmp: Path, repeat: int) -> dict:
+    bare, role = [], []
+    walls: dict[str, list[float]] = {"bare": [], "role": []}
+    for i in range(repeat):
+        rate, wall = fio_bare(sim)
+        bare.append(rate)
+        walls["bare"].append(wall)
+        rate, wall = fio_role(sim, tmp / f"fio-role-{i}")
+        role.append(rate)
+        walls["role"].append(wall)
+        print(f"  fio {i + 1}/{repeat}: bare {bare[-1]:.0f} role {role[-1]:.0f} MB/s", flush=True)
+    b, r = summary(bare), summary(role)
+    return {"bare": b, "role": r, "ratio": ratio(r, b), "wall_s": {k: summary(v) for k, v in walls.items()}}
+
+
 def row(name: str, unit: str, part: dict) -> str:
     b, r = part["bare"], part["role"]
     return (f"{name:16s} {b['median']:10.4g} {r['median']:10.4g} {unit:9s} {part['ratio']:7.4f} "
@@ -345,6 +396,8 @@ def report(summary_out: dict) -> None:
         print(row("iperf3 1->2", "Gbit/s", summary_out["iperf3"]))
     if summary_out.get("nccl"):
         print(row("nccl all_reduce", "GB/s", summary_out["nccl"]))
+    if summary_out.get("fio"):
+        print(row("fio scratch seq_w", "MB/s", summary_out["fio"]))
     if gemm:
         print(f"gemm: role adds {gemm['wall_added_s']:.2f} s of wall time (median); within 3%: "
               f"{ {d: p['within_3pct'] for d, p in gemm['dtypes'].items()} }")
@@ -367,13 +420,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="2 repetitions instead of 5")
     parser.add_argument("--repeat", type=int, default=None, help="alternating bare/role pairs per measurement")
-    parser.add_argument("--parts", default="gemm,iperf3,nccl,phase")
+    parser.add_argument("--parts", default="gemm,iperf3,nccl,fio,phase")
     parser.add_argument("--keep", action="store_true",
                         help="keep the run directories (raw outputs) under /tmp after the clusters are down")
     args = parser.parse_args()
     repeat = args.repeat or (2 if args.quick else 5)
     parts = {p.strip() for p in args.parts.split(",") if p.strip()}
-    unknown = parts - {"gemm", "iperf3", "nccl", "phase"}
+    unknown = parts - {"gemm", "iperf3", "nccl", "fio", "phase"}
     if unknown:
         parser.error(f"unknown parts {sorted(unknown)}")
     out: dict = {"repeat": repeat}
@@ -381,10 +434,11 @@ def main() -> int:
     tmp_name = tempfile.mkdtemp(prefix="clustereval-perf-", dir="/tmp")
     try:
         tmp = Path(tmp_name)
-        if parts & {"gemm", "iperf3", "nccl"}:
+        if parts & {"gemm", "iperf3", "nccl", "fio"}:
             try:
                 sim = up(tmp / "sim2", 2)
-                for name, measure in (("gemm", measure_gemm), ("iperf3", measure_iperf), ("nccl", measure_nccl)):
+                for name, measure in (("gemm", measure_gemm), ("iperf3", measure_iperf), ("nccl", measure_nccl),
+                                      ("fio", measure_fio)):
                     if name in parts:
                         try:
                             out[name] = measure(sim, tmp, repeat)
