@@ -44,6 +44,9 @@ def test_every_tier_is_found_measured_and_left_clean(tmp_path):
     assert curve.is_file() and "clients" in curve.read_text().splitlines()[0]
     errors = [r for r in items if r["check"] == "storage.tier.errors"]
     assert errors and all(r["status"] == "pass" for r in errors), [r["summary"] for r in errors]
+    shared = keyed[("storage.tier.shared_aggregate", "tier:shared_home")]
+    assert shared["status"] in ("pass", "warn", "fail") and "from 2 nodes at once" in shared["summary"]
+    assert (run_dir / "series" / "_cluster" / "storage-shared-shared_home.csv").is_file()
     assert not json.loads((run_dir / "score.json").read_text())["load_warnings"]
 
 

@@ -156,3 +156,34 @@ def test_errors_at_higher_client_counts_fail_and_a_silent_fio_failure_is_an_erro
     assert judge("storage.tier.errors", tier_text("home", "/h", NFS, healthy_jobs()))[0].status == "pass"
     silent = judge("storage.tier.errors", tier_text("home", "/h", NFS, healthy_jobs(), fio_exit=1))[0]
     assert silent.status == "error"
+
+
+def judge_fleet(texts: dict[str, str]) -> list[checks.Verdict]:
+    ctx = checks.Context(subject="_cluster", host_probes={
+        host: {PROBE: {"name": PROBE, "rc": 0, "stdout": text, "parser": "probe-storage-tiers"}}
+        for host, text in texts.items()})
+    outcome = checks.run_check("storage.tier.shared_aggregate", checks.registered()["storage.tier.shared_aggregate"],
+                               ctx)
+    return outcome if isinstance(outcome, list) else [outcome]
+
+
+def test_a_shared_tier_is_judged_on_what_all_nodes_got_at_once():
+    def shared(per_client: dict[int, float]) -> str:
+        return tier_text("shared_home", "/home", NFS, [fio_job(f"{job}.c{c}", mbps, 5.0) for c, mbps in
+                                                       per_client.items() for job in JOBS])
+
+    holding = judge_fleet({h: shared({1: 500.0, 2: 480.0}) for h in ("node1", "node2", "node3")})
+    verdict = holding[0]
+    assert verdict.status == "pass" and verdict.subject == "tier:shared_home"
+    assert verdict.params["source"] == "10.0.0.5:/export/home" and "3 nodes at once" in verdict.summary
+    rows = verdict.series[0]["data"]
+    assert {r["total_clients"] for r in rows} == {3, 6} and rows[0]["aggregate_mbps"] == pytest.approx(1500.0)
+    collapsing = judge_fleet({h: shared({1: 500.0, 2: 150.0}) for h in ("node1", "node2")})[0]
+    assert collapsing.status == "fail" and "aggregate throughput falls" in collapsing.summary
+    alone = judge_fleet({"node1": shared({1: 500.0, 2: 480.0}),
+                         "node2": tier_text("scratch", "/scratch", NVME, healthy_jobs((1, 2)))})[0]
+    assert alone.status == "skip" and "only node1 measured" in alone.summary
+    local_only = judge_fleet({"node1": tier_text("scratch", "/scratch", NVME, healthy_jobs((1,)))})
+    assert local_only[0].status == "skip" and "no node measured a shared" in local_only[0].summary
+    one_step = judge_fleet({h: shared({1: 500.0}) for h in ("node1", "node2")})[0]
+    assert one_step.status == "skip" and "fewer than two client counts" in one_step.summary
