@@ -34,8 +34,12 @@ def _print_status(info: dict[str, Any]) -> None:
     if shared_fs.get("error"):
         print(f"  no shared filesystem: {shared_fs['error']}")
     elif shared_fs:
-        print(f"  storage  {shared_fs['server']:<16} sshd {'up' if shared_fs.get('server_alive') else 'down':<5} "
-              f"exports {shared_fs['export']} (sshfs)")
+        kind = shared_fs.get("type", "sshfs")
+        server = "glusterd" if kind == "glusterfs" else "sshd"
+        print(f"  storage  {shared_fs['server']:<16} {server} {'up' if shared_fs.get('server_alive') else 'down':<5} "
+              f"exports {shared_fs['export']} ({kind})")
+        if shared_fs.get("note"):
+            print(f"  storage  {shared_fs['note']}")
     kubectl = info.get("kubectl")
     if kubectl:  # what a process on the host needs to run the cluster's kubectl
         print(f"  kubectl  PATH={kubectl['path_prepend']}:$PATH "

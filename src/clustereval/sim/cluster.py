@@ -896,6 +896,8 @@ def check_nodes(prof: dict[str, Any], nodes: int) -> None:
     problems = unknown_node_problems(prof, nodes)
     for name in node_names(nodes):
         problems += check_problems(name, render_node, prof, name) + check_problems(name, provider_settings, prof, name)
+    problems += check_problems("cluster.shared_fs_type", sharedfs.fs_type,
+                               [node_settings(prof, name) for name in node_names(nodes)], refusal=ValueError)
     if problems:
         raise ProfileError.listing(prof["path"], problems)
 
@@ -1276,20 +1278,35 @@ def _start_exporters(directory: Path, state: dict[str, Any], node: dict[str, Any
 
 def _mount_shared_fs(directory: Path, state: dict[str, Any], node_list: list[dict[str, Any]],
                      ns_pids: dict[str, int]) -> None:
-    """Start the storage host's sshd and mount its export with sshfs on every node that wants it."""
+    """Start the storage the profile asks for (``shared_fs_type``: GlusterFS in a network namespace of its own,
+    or the SSHFS storage host) and mount its export on every node that wants it (sim/sharedfs.py)."""
     p = _paths(directory)
     wanted = {n["name"]: sharedfs.mount_point(n["settings"]) for n in node_list if n["name"] in ns_pids}
     wanted = {name: point for name, point in wanted.items() if point}
     if not wanted:
         return
-    why_not = sharedfs.unavailable()
-    if why_not:
-        state["shared_fs"] = {"error": why_not}
+    kind, why = sharedfs.choose(sharedfs.fs_type([n["settings"] for n in node_list]))
+    if kind is None:
+        state["shared_fs"] = {"error": why}
         _write_state(directory, state)
         return
-    address = f"{state['block']}.{sharedfs.STORAGE_HOST_INDEX}"
     p["shared"].mkdir(mode=0o755)
     p["storage"].mkdir()
+    address = _start_gluster(directory, state) if kind == "glusterfs" else _start_storage_sshd(directory, state)
+    state["shared_fs"] = {**(state.get("shared_fs") or {}), "type": kind, "fstype": sharedfs.FSTYPES[kind],
+                          "server": address, "export": str(p["shared"]), "mounts": wanted,
+                          **({"note": why} if why else {})}
+    _write_state(directory, state)
+    mounts = {name: start_shared_mount(directory, state, name, point, ns_pids[name])
+              for name, point in wanted.items()}
+    for name, proc in mounts.items():
+        await_shared_mount(directory, state, name, wanted[name], proc)
+
+
+def _start_storage_sshd(directory: Path, state: dict[str, Any]) -> str:
+    """The SSHFS storage host: an sshd on the block's .254 serving ``D/shared`` over SFTP; returns its address."""
+    p = _paths(directory)
+    address = f"{state['block']}.{sharedfs.STORAGE_HOST_INDEX}"
     config = p["storage"] / "sshd_config"
     config.write_text(sharedfs.server_config(address, p["ssh"] / "ssh_host_ed25519_key",
                                              p["ssh"] / "authorized_keys", p["storage"] / "sshd.pid"))
@@ -1300,33 +1317,76 @@ def _mount_shared_fs(directory: Path, state: dict[str, Any], node_list: list[dic
     _record(directory, state, "sshd:storage", server.pid)
     if not _wait(lambda: server.poll() is not None or not _address_free(address), 10) or server.poll() is not None:
         raise SimError(f"the storage host's sshd did not listen on {address}:22; log {log}:\n{_tail(log)}")
-    mounts = {name: start_sshfs(directory, state, name, address, point, ns_pids[name])
-              for name, point in wanted.items()}
-    for name, proc in mounts.items():
-        await_sshfs(directory, name, address, wanted[name], proc)
-    state["shared_fs"] = {"server": address, "export": str(p["shared"]), "mounts": wanted}
-    _write_state(directory, state)
+    return address
 
 
-def start_sshfs(directory: Path, state: dict[str, Any], name: str, address: str, point: str,
-                ns_pid: int) -> subprocess.Popen:
-    """Mount the storage host's export at ``point`` inside the node's mount namespace (``sshfs:NODE``)."""
+def _start_gluster(directory: Path, state: dict[str, Any]) -> str:
+    """glusterd in a network and mount namespace of its own, then the one-brick volume on ``D/shared``; returns
+    the address the nodes' clients reach it on (only inside that namespace). The namespace is recorded at
+    once: ``down`` stops whatever runs in it (the brick process glusterd starts, the nodes' clients)."""
     p = _paths(directory)
-    node_log = p["nodes"] / name / "sshfs.log"
+    g = sharedfs.gluster_paths(p["storage"])
+    address = sharedfs.gluster_address(state["block"])
+    for folder in (g["workdir"], g["log"]):
+        folder.mkdir(parents=True)
+    g["volfile"].write_text(sharedfs.glusterd_volfile(g, address))
+    log = g["base"] / "glusterd.out"
+    server = subprocess.Popen(sharedfs.glusterd_command(g, address), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=open(log, "ab"),  # noqa: SIM115
+                              start_new_session=True)
+    _record(directory, state, "glusterd:storage", server.pid)
+    host_netns = sharedfs.net_namespace(os.getpid())
+    state["shared_fs"] = {"type": "glusterfs", "netns_pid": server.pid}
+
+    def answers() -> bool:
+        if server.poll() is not None:
+            return True
+        netns = sharedfs.net_namespace(server.pid)
+        if netns and netns != host_netns and state["shared_fs"].get("netns") != netns:
+            state["shared_fs"]["netns"] = netns
+            _write_state(directory, state)
+        return bool(state["shared_fs"].get("netns")) and subprocess.run(
+            sharedfs.gluster_cli(g, server.pid, "volume", "list"), capture_output=True).returncode == 0
+
+    if not _wait(answers, 20, 0.1) or server.poll() is not None:
+        raise SimError(f"glusterd did not answer in its namespace; log {g['glusterd_log']}:\n{_tail(g['glusterd_log'])}"
+                       f"\n{_tail(log)}")
+    for argv in sharedfs.gluster_volume_commands(g, server.pid, address, p["shared"]):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        if done.returncode != 0:
+            raise SimError(f"`gluster {' '.join(argv[argv.index('--mode=script') + 3:])}` failed: "
+                           f"{(done.stderr or done.stdout).strip()}; log {g['glusterd_log']}:\n"
+                           f"{_tail(g['glusterd_log'])}")
+    return address
+
+
+def start_shared_mount(directory: Path, state: dict[str, Any], name: str, point: str,
+                       ns_pid: int) -> subprocess.Popen:
+    """Mount the cluster's shared filesystem at ``point`` inside the node's mount namespace (``sharedfs:NODE``):
+    the GlusterFS client (in the storage's network namespace) or sshfs, in the foreground."""
+    p = _paths(directory)
+    shared = state["shared_fs"]
+    node_log = p["nodes"] / name / f"{shared['type']}.log"
+    if shared["type"] == "glusterfs":
+        argv = sharedfs.gluster_mount_command(shared["netns_pid"], shared["server"], point, node_log)
+    else:
+        argv = sharedfs.mount_command(shared["server"], p["shared"], point, p["ssh"] / "id_ed25519")
     proc = subprocess.Popen(
-        _in_node_cgroup(state, name, ["nsenter", "-t", str(ns_pid), "--mount",
-                                      *sharedfs.mount_command(address, p["shared"], point, p["ssh"] / "id_ed25519")]),
+        _in_node_cgroup(state, name, ["nsenter", "-t", str(ns_pid), "--mount", *argv]),
         env={"PATH": NODE_PATH}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=open(node_log, "ab"), start_new_session=True)  # noqa: SIM115
-    _record(directory, state, f"sshfs:{name}", proc.pid, mount=point)
+    _record(directory, state, f"sharedfs:{name}", proc.pid, mount=point, kind=shared["type"])
     return proc
 
 
-def await_sshfs(directory: Path, name: str, address: str, point: str, proc: subprocess.Popen) -> None:
-    if not _wait(lambda: proc.poll() is not None or sharedfs.mounted(proc.pid, point), 10) or proc.poll() is not None:
-        node_log = _paths(directory)["nodes"] / name / "sshfs.log"
-        raise SimError(f"sshfs did not mount {address}:{_paths(directory)['shared']} at {point} on {name}; "
-                       f"log {node_log}:\n{_tail(node_log)}")
+def await_shared_mount(directory: Path, state: dict[str, Any], name: str, point: str, proc: subprocess.Popen) -> None:
+    shared = state["shared_fs"]
+    fstype = sharedfs.FSTYPES[shared["type"]]
+    if not _wait(lambda: proc.poll() is not None or sharedfs.mounted(proc.pid, point, fstype), 15) \
+            or proc.poll() is not None:
+        node_log = _paths(directory)["nodes"] / name / f"{shared['type']}.log"
+        raise SimError(f"{shared['type']} did not mount {shared['server']}:{_paths(directory)['shared']} at {point} "
+                       f"on {name}; log {node_log}:\n{_tail(node_log)}")
 
 
 def _wait_ready(directory: Path, state: dict[str, Any], node_list: list[dict[str, Any]]) -> None:
@@ -1385,6 +1445,8 @@ def _processes(state: dict[str, Any]) -> dict[int, str]:
     namespaces = [tuple(ns) for ns in state.get("namespaces", {}).values() if all(ns)]
     for pid in _in_namespaces(namespaces) | _in_cgroups(state.get("source_addresses") or {}):  # type: ignore[arg-type]
         targets.setdefault(pid, "node process")
+    for pid in sharedfs.namespace_processes(state.get("shared_fs")):  # GlusterFS: its brick, the nodes' clients
+        targets.setdefault(pid, "storage process")
     return targets
 
 
@@ -1477,7 +1539,7 @@ def status(directory: str | Path) -> dict[str, Any]:
             "slurmd_alive": alive(f"slurmd:{name}"),
             "slurm_state": slurm_state,
             "slurm_reason": reason,
-            "shared_fs": procs.get(f"sshfs:{name}", {}).get("mount") if alive(f"sshfs:{name}") else None,
+            "shared_fs": procs.get(f"sharedfs:{name}", {}).get("mount") if alive(f"sharedfs:{name}") else None,
         }
     return {
         "directory": str(directory),
@@ -1498,7 +1560,8 @@ def status(directory: str | Path) -> dict[str, Any]:
         # each node's connections into the block leave from its address, so slurmd and srun bind it (else "error":
         # why not; they bind every address)
         "source_addresses": state.get("source_addresses"),
-        "shared_fs": {**state.get("shared_fs", {}), "server_alive": alive("sshd:storage")}
+        "shared_fs": {**state.get("shared_fs", {}), "server_alive": alive(
+            "glusterd:storage" if state["shared_fs"].get("type") == "glusterfs" else "sshd:storage")}
         if state.get("shared_fs") else None,
         # kubectl on the host: {**os.environ, **kubectl_env(D)} (PATH with D/k8s/bin, CLUSTEREVAL_SIM_K8S_API)
         "kubectl": _kubectl_status(directory),

@@ -6,7 +6,7 @@
 * **power requests**: the node's ``systemctl reboot|poweroff``, ``reboot``, ``shutdown`` shims write
   ``/sim/power/request`` (``D/nodes/N/root/power/request`` on the host); :func:`request_power` does the same
   from the host. A reboot waits ``reboot.shutdown_s``, kills every process of the node (its recorded sshd,
-  slurmd, exporters and sshfs, their children, and anything else in its mount namespace), waits
+  slurmd, exporters and shared filesystem client, their children, and anything else in its mount namespace), waits
   ``reboot.down_s``, gives the node a fresh boot (:func:`cluster.fresh_boot`: new boot id, empty ring
   buffer, empty /sim/run, PCI config spaces reset), starts a new namespace with its sshd, and after
   ``reboot.slurmd_s`` its slurmd, exporters and shared filesystem. Reboots of several nodes run at once.
@@ -271,9 +271,9 @@ class Bmc:
         if point:
             with self.state_lock:
                 state = self.state()
-                sshfs = cluster.start_sshfs(self.directory, state, node.name, shared["server"], point, ns_pid)
+                mount = cluster.start_shared_mount(self.directory, state, node.name, point, ns_pid)
             with contextlib.suppress(cluster.SimError):
-                cluster.await_sshfs(self.directory, node.name, shared["server"], point, sshfs)
+                cluster.await_shared_mount(self.directory, state, node.name, point, mount)
         return proc.pid
 
     # ------------------------------------------------------------------------------------- Slurm
