@@ -1,0 +1,56 @@
+"""Parser for the ``vllm_bench_sweep`` probe (``checks/probes/inference.yml``): a vLLM server started on the
+node, then ``vllm bench serve`` at each concurrency.
+
+The probe prints ``clustereval-skip: <why>`` when it cannot run (no vLLM, no model, no GPU), ``server-ready: S``
+(seconds until ``/v1/models`` answered) or ``server-failed: <why>``, and per concurrency ``=== concurrency N``
+followed by vLLM's own result block (``parsers/vllm_bench.py``). Result: ``skip`` (the reason, or None),
+``server_ready_s``, ``server_error`` and ``runs``: per concurrency ``concurrency`` and either ``result`` (the
+vllm-bench fields) or ``error`` (why that block could not be read).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from clustereval.parsers import register, vllm_bench
+from clustereval.parsers._common import result, to_float
+from clustereval.parsers.errors import ParseError
+
+TOOL = "probe-inference"
+HEADER = re.compile(r"^=== concurrency (\d+)\s*$")
+
+
+@register(TOOL)
+def parse(text: str) -> dict[str, Any]:
+    skip = ready = error = None
+    runs: list[dict[str, Any]] = []
+    block: list[str] | None = None
+    concurrency = 0
+
+    def close() -> None:
+        if block is None:
+            return
+        try:
+            runs.append({"concurrency": concurrency, "result": vllm_bench.parse("\n".join(block))})
+        except ParseError as exc:
+            runs.append({"concurrency": concurrency, "error": str(exc)})
+
+    for line in text.splitlines():
+        header = HEADER.match(line.strip())
+        if header:
+            close()
+            block, concurrency = [], int(header[1])
+        elif line.startswith("clustereval-skip: "):
+            skip = line.split(": ", 1)[1].strip()
+        elif line.startswith("server-ready: "):
+            ready = to_float(line.split(": ", 1)[1])
+        elif line.startswith("server-failed: "):
+            error = line.split(": ", 1)[1].strip()
+        elif block is not None:
+            block.append(line)
+    close()
+    if skip is None and error is None and not runs:
+        raise ParseError("the inference probe printed neither a skip, a server failure nor a benchmark block")
+    return result(TOOL, "text", complete=all("result" in r and r["result"]["complete"] for r in runs),
+                  skip=skip, server_ready_s=ready, server_error=error, runs=runs)
