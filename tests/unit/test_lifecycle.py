@@ -285,6 +285,14 @@ def test_wan_rates_pass_warn_and_fail_an_unreachable_endpoint_skips_or_fails_whe
     assert skipped["status"] == "skip" and "unreachable from n1 (not required)" in skipped["summary"]
 
 
+def test_a_download_and_an_upload_of_one_endpoint_are_two_variants():
+    both = [{"name": "cdn", "kind": "download"}, {"name": "cdn", "kind": "upload"}]
+    out = record("lifecycle_wan", f"wan name=cdn kind=download {OK_DOWN}\nwan name=cdn kind=upload {NO_DNS}\n" + END)
+    results = judge("lifecycle.wan.transfer", out, endpoints=both)
+    assert by(results, endpoint="cdn", direction="download")["status"] == "pass"
+    assert by(results, endpoint="cdn", direction="upload")["status"] == "skip"
+
+
 def test_an_http_error_and_a_transfer_too_small_to_measure_are_skips_and_a_missing_record_an_error():
     forbidden = "rc=0 http=403 bytes=120 up_bytes=0 total_s=0.100 connect_s=0.010 ttfb_s=0.090 reason="
     tiny = "rc=0 http=200 bytes=5000 up_bytes=0 total_s=0.100 connect_s=0.010 ttfb_s=0.090 reason="

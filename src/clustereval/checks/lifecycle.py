@@ -59,8 +59,9 @@ def _output(ctx: Context, name: str) -> tuple[list[dict[str, Any]], bool]:
     return records, bool(data["complete"])
 
 
-def _find(records: list[dict[str, Any]], kind: str, **match: Any) -> list[dict[str, Any]]:
-    return [r for r in records if r["record"] == kind and all(r.get(k) == v for k, v in match.items())]
+def _find(records: list[dict[str, Any]], what: str, /, **match: Any) -> list[dict[str, Any]]:
+    """The ``what`` records (tier, install, ...) whose fields have the given values."""
+    return [r for r in records if r["record"] == what and all(r.get(k) == v for k, v in match.items())]
 
 
 def _seconds(value: Any, what: str) -> float:
@@ -130,6 +131,10 @@ def _tier_problem(ctx: Context, records: list[dict[str, Any]], complete: bool, t
 def _with_params(verdict: Verdict, params: dict[str, Any]) -> Verdict:
     return Verdict(verdict.status, verdict.summary, verdict.value, verdict.unit, verdict.expected,
                    dict(verdict.evidence), params=params)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds:.3f} s"
 
 
 def _size(count: int) -> str:
@@ -251,9 +256,11 @@ def _import(ctx: Context, records: list[dict[str, Any]], complete: bool, facts: 
             return _verdict("error", f"cold import torch on {on} was not measured on {ctx.subject}: the probe "
                                      f"printed no record of it", params, evidence)
         if cold.get("state") == "skipped":
-            return _verdict("skip", f"cold import not measured on {on} (warm only): {cold.get('reason')}; the first "
-                                    f"import after copying took {first.get('import_s')} s, its files still in the "
-                                    f"page cache", params, evidence)
+            took = first.get("import_s")
+            took = f"{took:.1f} s" if isinstance(took, int | float) else "an unknown time"
+            return _verdict("skip", f"cold import not measured on {on}, warm only: {cold.get('reason')}; the first "
+                                    f"import after copying took {took}, its files still in the page cache", params,
+                            evidence)
         if cold.get("rc") != 0:
             return _verdict("fail", f"cold import torch fails on {on}: {_import_failure(ctx, cold)}", params, evidence)
         seconds = _seconds(cold.get("import_s"), f"cold import on {on}")
@@ -304,7 +311,7 @@ def wan_transfer(ctx: Context) -> list[Verdict]:
         params = {**ctx.params, "endpoint": name, "direction": kind}
         evidence = {"endpoint": name, "url": redact.redact(str(endpoint.get("url") or "")),
                     "required": bool(endpoint.get("required"))}
-        found = _find(records, "wan", name=name)
+        found = _find(records, "wan", name=name, kind=kind)
         if not found:
             why = "the probe's output ends before it" if not complete else "the probe printed no record of it"
             out.append(_verdict("error", f"endpoint {name} was not measured on {ctx.subject}: {why}", params,
@@ -338,7 +345,7 @@ def _transfer(ctx: Context, rec: dict[str, Any], name: str, kind: str, required:
     rate = moved / float(seconds) / 1e6
     cut = " (cut at the transfer time limit)" if rc == 28 else ""
     way = f"upload to {name}" if kind == "upload" else f"download from {name}"
-    said = f"{way} at {rate:.1f} MB/s ({_size(moved)} in {seconds:.1f} s{cut})"
+    said = f"{way} at {rate:.1f} MB/s ({_size(moved)} in {_duration(float(seconds))}{cut})"
     return _graded(ctx, "lifecycle.wan.transfer", params, rate, "MB/s", said, evidence)
 
 
@@ -426,7 +433,7 @@ def _download(ctx: Context, rec: dict[str, Any], name: str, hub: str, required: 
         raise HarnessError(f"model {name}: no download time in the probe's record ({seconds!r})")
     rate = moved / float(seconds) / 1e6
     cut = " (cut at the download time limit)" if rc == 28 else ""
-    said = f"{name} from {where} at {rate:.1f} MB/s ({_size(moved)} in {seconds:.1f} s{cut})"
+    said = f"{name} from {where} at {rate:.1f} MB/s ({_size(moved)} in {_duration(float(seconds))}{cut})"
     return _graded(ctx, "lifecycle.model.download", params, rate, "MB/s", said, evidence)
 
 
