@@ -6,7 +6,8 @@ and not the output), and ``import torch`` from a copy of the project's own envir
 generated inventory points ``clustereval_gpu_compute_venv`` at it). WAN endpoints: the test's own server
 (download and upload, measured), a host that never resolves (``.invalid``) and a closed port marked required
 (skip and fail, with the reasons, in seconds); models from hubs that never resolve (skips); vLLM is not installed
-(skip). Nothing the probes created is left on the nodes.
+(skip); those four are measured on the one host the generated inventory samples. Nothing the probes created is
+left on the nodes.
 
 Needs root and Debian's slurm-wlm, munge and openssh-server (``make install``).
 """
@@ -105,6 +106,11 @@ def run(tmp_path_factory):
             {"name": "local", "url": f"{base}/blob", "kind": "download", "bytes": BLOB},
             {"name": "local", "url": f"{base}/up", "kind": "upload", "bytes": BLOB},
             {"name": "closed", "url": "http://127.0.0.1:9/", "kind": "download", "bytes": 1000, "required": True}],
+        "clustereval_lifecycle_models": [
+            {"name": "gpt2", "hub": "huggingface", "repo": "openai-community/gpt2", "revision": "main",
+             "files": ["config.json", "model.safetensors"]},
+            {"name": "qwen2.5-0.5b-instruct", "hub": "modelscope", "repo": "Qwen/Qwen2.5-0.5B-Instruct",
+             "revision": "master", "files": ["config.json", "model.safetensors"]}],
         "clustereval_lifecycle_hf_endpoint": "https://huggingface.invalid",
         "clustereval_lifecycle_modelscope_endpoint": "https://modelscope.invalid",
     }
@@ -168,7 +174,11 @@ def test_import_torch_is_timed_warm_on_every_tier_and_cold_says_it_was_not_allow
 
 
 def test_wan_endpoints_measure_what_answers_and_skip_or_fail_what_cannot_be_reached(run):
-    for node in ("node1", "node2"):
+    sampled = ("lifecycle.wan.transfer", "lifecycle.container.pull", "lifecycle.model.download",
+               "lifecycle.serve.ready")
+    # The generated inventory samples one host (clustereval_lifecycle_sample_hosts: 1): node2 measures none of them.
+    assert [r for r in run["items"] if r["check"] in sampled and r["subject"] == "node2"] == []
+    for node in ("node1",):
         [down] = pick(run["items"], "lifecycle.wan.transfer", node, endpoint="local", direction="download")
         assert down["status"] == "pass" and down["evidence"]["bytes"] == BLOB
         [up] = pick(run["items"], "lifecycle.wan.transfer", node, endpoint="local", direction="upload")
@@ -177,7 +187,9 @@ def test_wan_endpoints_measure_what_answers_and_skip_or_fail_what_cannot_be_reac
         assert hf["status"] == "skip" and "Could not resolve host: huggingface.invalid" in hf["summary"]
         [closed] = pick(run["items"], "lifecycle.wan.transfer", node, endpoint="closed")
         assert closed["status"] == "fail" and "is required" in closed["summary"]
-        for model in pick(run["items"], "lifecycle.model.download", node):
+        models = pick(run["items"], "lifecycle.model.download", node)
+        assert len(models) == 2
+        for model in models:
             assert model["status"] == "skip" and "Could not resolve host" in model["summary"]
         [serve] = pick(run["items"], "lifecycle.serve.ready", node)
         assert serve["status"] == "skip" and "vllm is not installed on the node" in serve["summary"]

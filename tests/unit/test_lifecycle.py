@@ -293,6 +293,13 @@ def test_a_download_and_an_upload_of_one_endpoint_are_two_variants():
     assert by(results, endpoint="cdn", direction="upload")["status"] == "skip"
 
 
+def test_no_endpoint_or_model_configured_is_one_skip_saying_so():
+    [wan_skip] = judge("lifecycle.wan.transfer", record("lifecycle_wan", END), endpoints=[])
+    assert wan_skip["status"] == "skip" and "clustereval_lifecycle_endpoints is empty" in wan_skip["summary"]
+    [model_skip] = judge("lifecycle.model.download", record("lifecycle_model", END), models=[])
+    assert model_skip["status"] == "skip" and "clustereval_lifecycle_models is empty" in model_skip["summary"]
+
+
 def test_an_http_error_and_a_transfer_too_small_to_measure_are_skips_and_a_missing_record_an_error():
     forbidden = "rc=0 http=403 bytes=120 up_bytes=0 total_s=0.100 connect_s=0.010 ttfb_s=0.090 reason="
     tiny = "rc=0 http=200 bytes=5000 up_bytes=0 total_s=0.100 connect_s=0.010 ttfb_s=0.090 reason="

@@ -302,6 +302,8 @@ def _unreachable(ctx: Context, what: str, reason: str, required: bool, params: d
 
 @check("lifecycle.wan.transfer")
 def wan_transfer(ctx: Context) -> list[Verdict]:
+    if ctx.options.get("endpoints") == []:
+        raise Skip("no WAN endpoint is configured (clustereval_lifecycle_endpoints is empty)")
     records, complete = _output(ctx, WAN)
     given = ctx.options.get("endpoints") or [{"name": r.get("name"), "kind": r.get("kind")}
                                             for r in _find(records, "wan")]
@@ -390,6 +392,8 @@ def container_pull(ctx: Context) -> Verdict:
 
 @check("lifecycle.model.download")
 def model_download(ctx: Context) -> list[Verdict]:
+    if ctx.options.get("models") == []:
+        raise Skip("no model is configured (clustereval_lifecycle_models is empty)")
     records, complete = _output(ctx, MODEL)
     given = ctx.options.get("models") or [{"name": r.get("name"), "hub": r.get("hub")} for r in _find(records, "model")]
     out = []

@@ -639,6 +639,9 @@ SIM_BENCHMARK_VARS: dict[str, Any] = {
     "clustereval_network_rdma_duration_s": 1,
     "clustereval_storage_tier_clients": [1], "clustereval_storage_tier_size_mib": 8,
     "clustereval_storage_tier_runtime_s": 1,
+    # lifecycle: one warm import per tier, and no WAN transfers or model downloads (the host's uplink, not the sim's)
+    "clustereval_lifecycle_import_repeats": 1, "clustereval_lifecycle_sample_hosts": 1,
+    "clustereval_lifecycle_endpoints": [], "clustereval_lifecycle_models": [],
 }
 
 
