@@ -9,7 +9,9 @@ import http.server
 import json
 import os
 import random
+import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -496,6 +498,71 @@ def test_the_serve_probe_times_a_server_until_it_answers_and_stops_all_of_it(tmp
     assert left.returncode == 1, left.stdout  # the server's whole session was stopped
     none = run_probe("lifecycle_serve", {**env, "PATH": "/usr/bin:/bin"})
     assert "vllm is not installed on the node" in none
+
+
+@pytest.fixture
+def fake_torch(tmp_path) -> Path:
+    """A venv whose `torch` is one small package (and headers, which the copy leaves out): the import probe's
+    whole path in a second."""
+    venv = tmp_path / "src-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = Path(subprocess.run([str(venv / "bin/python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+    (site / "torch" / "include").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("from torch import _helper\n__version__ = '9.9.9+fake'\n")
+    (site / "torch" / "_helper.py").write_text("VALUE = 1\n")
+    (site / "torch" / "include" / "ATen.h").write_text("// only extension builds read this\n")
+    (site / "unrelated").mkdir()
+    (site / "unrelated" / "__init__.py").write_text("")
+    return venv
+
+
+def import_env(tmp_path: Path, venv: Path, **extra: str) -> dict[str, str]:
+    tiers = tmp_path / "tiers"
+    (tiers / "a").mkdir(parents=True, exist_ok=True)
+    return {"HOME": str(tiers / "a"), "CLUSTEREVAL_TIERS": f"home=~\nscratch={tiers}\ngone={tiers / 'gone'}\n",
+            "CLUSTEREVAL_WORKNAME": "clustereval-lifecycle-t-n1", "CLUSTEREVAL_TORCH_VENV": str(venv),
+            "CLUSTEREVAL_REPEATS": "2", "CLUSTEREVAL_IMPORT_TIMEOUT_S": "60", **extra}
+
+
+def test_the_import_probe_copies_what_import_torch_reads_onto_every_tier_and_times_it(tmp_path, fake_torch):
+    out = run_probe("lifecycle_import_torch", import_env(tmp_path, fake_torch))
+    options = {"tiers": [{"name": "home", "path": "~"}, {"name": "scratch", "path": str(tmp_path / "tiers")},
+                         {"name": "gone", "path": str(tmp_path / "tiers" / "gone")}]}
+    results = judge("lifecycle.import.torch", record("lifecycle_import_torch", out), **options)
+    warm = by(results, tier="scratch", cache="warm")
+    assert warm["status"] == "pass" and 0 < warm["value"] < 5 and "9.9.9+fake" in warm["summary"]
+    # torch's two modules, not its headers, nor a package import torch never reads
+    assert warm["evidence"]["copied_files"] == 2 and len(warm["evidence"]["warm_s"]) == 2
+    cold = by(results, tier="home", cache="cold")  # allow_actions given as false, as the role gives it
+    assert cold["status"] == "skip" and "clustereval_lifecycle_allow_actions=false" in cold["summary"]
+    assert by(results, tier="gone", cache="warm")["status"] == "skip"
+    assert sorted(p.name for p in (tmp_path / "tiers").iterdir()) == ["a"]  # every copy removed
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare (mounts)")
+@pytest.mark.parametrize("writable", [False, True])
+def test_the_cold_import_drops_the_page_cache_only_when_allowed_and_says_when_it_cannot(tmp_path, fake_torch,
+                                                                                      writable):
+    # /proc/sys/vm/drop_caches is a file of the test's own here (a bind mount in a private mount namespace): the
+    # probe writes it as it would the kernel's, and nothing else on the machine is disturbed.
+    stand_in = tmp_path / "drop_caches"
+    stand_in.write_text("0\n")
+    script = tmp_path / "probe.sh"
+    script.write_text(PROBES["lifecycle_import_torch"]["cmd"])
+    ro = "" if writable else "mount -o remount,bind,ro /proc/sys/vm/drop_caches && "
+    wrap = f"mount --bind {stand_in} /proc/sys/vm/drop_caches && {ro}exec /bin/sh {script}"
+    env = {**os.environ, **import_env(tmp_path, fake_torch, CLUSTEREVAL_ALLOW_ACTIONS="1")}
+    proc = subprocess.run(["unshare", "-m", "--propagation", "private", "/bin/sh", "-c", wrap], capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr[-1000:]
+    options = {"tiers": [{"name": "home", "path": "~"}]}
+    cold = by(judge("lifecycle.import.torch", record("lifecycle_import_torch", proc.stdout), **options),
+              tier="home", cache="cold")
+    if writable:
+        assert cold["status"] == "pass" and stand_in.read_text().strip() == "3"
+    else:
+        assert cold["status"] == "skip" and "could not drop the page cache (needs root)" in cold["summary"]
 
 
 def test_the_clean_up_removes_every_tier_s_work_directory(tmp_path):

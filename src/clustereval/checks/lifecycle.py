@@ -78,19 +78,21 @@ def _limit(ctx: Context, check_id: str, params: dict[str, Any]) -> baselines.Lim
 
 
 def _graded(ctx: Context, check_id: str, params: dict[str, Any], value: float, unit: str, said: str,
-            evidence: dict[str, Any], digits: int = 1) -> Verdict:
+            evidence: dict[str, Any]) -> Verdict:
     """``said`` (what was measured, one clause) judged against the expected value for ``params``; with none
     known, a skip saying what was measured and what was looked for."""
     try:
         lim = _limit(ctx, check_id, params)
     except Skip as exc:
-        return Verdict("skip", f"{said}; {exc}", round(value, digits), unit, evidence=evidence, params=params)
+        return Verdict("skip", f"{said}; {exc}", round(value, 3 if unit == "s" else 1), unit, evidence=evidence,
+                       params=params)
     status = baselines.grade(value, lim)
     side = "above" if lim.direction == "lower" else "below"
     summary = {"pass": said,
                "warn": f"{said}, {side} the expected {lim.warn:g} {unit}",
                "fail": f"{said}, {side} the failure level {lim.fail:g} {unit}"}[status]
-    return Verdict(status, summary, round(value, digits), unit, lim.expected(), evidence, params=params)
+    return Verdict(status, summary, round(value, 3 if unit == "s" else 1), unit, lim.expected(), evidence,
+                   params=params)
 
 
 def _verdict(status: str, summary: str, params: dict[str, Any], evidence: dict[str, Any] | None = None,
@@ -202,7 +204,7 @@ def _install(ctx: Context, records: list[dict[str, Any]], complete: bool, facts:
             else "the package set")
     venv = rec.get("venv_s")
     made = f" (venv made in {venv:.1f} s)" if isinstance(venv, int | float) else ""
-    said = f"{installer} installed {what} into a fresh venv on {on} in {seconds:.1f} s with an empty cache{made}"
+    said = f"{installer} installed {what} into a fresh venv on {on} in {_duration(seconds)} with an empty cache{made}"
     return _graded(ctx, "lifecycle.install.packages", params, seconds, "s", said, evidence)
 
 
@@ -257,14 +259,15 @@ def _import(ctx: Context, records: list[dict[str, Any]], complete: bool, facts: 
                                      f"printed no record of it", params, evidence)
         if cold.get("state") == "skipped":
             took = first.get("import_s")
-            took = f"{took:.1f} s" if isinstance(took, int | float) else "an unknown time"
+            took = _duration(float(took)) if isinstance(took, int | float) else "an unknown time"
             return _verdict("skip", f"cold import not measured on {on}, warm only: {cold.get('reason')}; the first "
                                     f"import after copying took {took}, its files still in the page cache", params,
                             evidence)
         if cold.get("rc") != 0:
             return _verdict("fail", f"cold import torch fails on {on}: {_import_failure(ctx, cold)}", params, evidence)
         seconds = _seconds(cold.get("import_s"), f"cold import on {on}")
-        said = f"import torch {version} takes {seconds:.1f} s cold (page cache dropped) from an environment on {on}"
+        said = (f"import torch {version} takes {_duration(seconds)} cold (page cache dropped) from an environment "
+                f"on {on}")
         return _graded(ctx, "lifecycle.import.torch", params, seconds, "s", said, evidence)
     warm = [r for r in mine if r.get("phase") == "warm"]
     if not warm:
@@ -279,7 +282,7 @@ def _import(ctx: Context, records: list[dict[str, Any]], complete: bool, facts: 
     evidence["warm_s"] = times
     cold = next((r for r in mine if r.get("phase") == "cold"), {})
     only = "" if cold.get("import_s") is not None else "; warm only, the page cache was not dropped"
-    said = (f"import torch {version} takes {seconds:.1f} s warm (median of {len(times)}) from an environment "
+    said = (f"import torch {version} takes {_duration(seconds)} warm (median of {len(times)}) from an environment "
             f"on {on}{only}")
     return _graded(ctx, "lifecycle.import.torch", params, seconds, "s", said, evidence)
 
@@ -384,7 +387,7 @@ def container_pull(ctx: Context) -> Verdict:
     seconds = _seconds(rec.get("pull_s"), f"pull of {image}")
     size = rec.get("bytes")
     made = f", a {_size(size)} image" if isinstance(size, int) and size > 0 else ""
-    said = f"{runtime} pulled {image} in {seconds:.1f} s with an empty cache{made}"
+    said = f"{runtime} pulled {image} in {_duration(seconds)} with an empty cache{made}"
     return _graded(ctx, "lifecycle.container.pull", params, seconds, "s", said, evidence)
 
 
@@ -470,5 +473,5 @@ def serve_ready(ctx: Context) -> Verdict:
     if state != "ready":
         raise HarnessError(f"the serve probe reported an unknown state {state!r}")
     seconds = _seconds(rec.get("ready_s"), f"{engine} serve")
-    said = f"{engine} serve of {model} answered /v1/models {seconds:.1f} s after it started"
+    said = f"{engine} serve of {model} answered /v1/models {_duration(seconds)} after it started"
     return _graded(ctx, "lifecycle.serve.ready", params, seconds, "s", said, evidence)
