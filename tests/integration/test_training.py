@@ -13,8 +13,8 @@ pytestmark = REQUIRES_SIM
 
 def test_without_torchtitan_every_training_check_says_why(tmp_path):
     with simulated_cluster(tmp_path / "sim", 1, "reference") as sim:
-        proc = run_playbook(sim / "inventory.ini", "-e", "clustereval_phases=performance", "--tags", "training,inference",
-                            "-e", f"clustereval_out={tmp_path / 'run'}")
+        proc = run_playbook(sim / "inventory.ini", "-e", "clustereval_phases=performance",
+                            "--tags", "training,inference", "-e", f"clustereval_out={tmp_path / 'run'}")
     assert proc.returncode == 0, proc.stdout[-3000:]
     training = [r for r in load_result_list(tmp_path / "run") if r["check"].startswith("training.")]
     assert {r["check"] for r in training} == {"training.torchtitan.run", "training.torchtitan.tps",
