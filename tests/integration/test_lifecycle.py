@@ -99,6 +99,8 @@ def run(tmp_path_factory):
         "clustereval_lifecycle_packages": ["clustereval-tiny"],
         "clustereval_lifecycle_index_url": base.replace("http://", f"http://lifecycle-user:{SECRET}@") + "/simple/",
         "clustereval_lifecycle_import_repeats": 1,
+        # both tiers (the simulated inventory measures scratch alone)
+        "clustereval_lifecycle_tiers": [{"name": "home", "path": "~"}, {"name": "scratch", "path": "/sim/scratch"}],
         "clustereval_lifecycle_connect_timeout_s": 3,
         "clustereval_lifecycle_endpoints": [
             {"name": "huggingface", "url": "https://huggingface.invalid/openai-community/gpt2/resolve/main/"

@@ -641,6 +641,8 @@ SIM_BENCHMARK_VARS: dict[str, Any] = {
     "clustereval_storage_tier_runtime_s": 1,
     # lifecycle: one warm import per tier, and no WAN transfers or model downloads (the host's uplink, not the sim's)
     "clustereval_lifecycle_import_repeats": 1, "clustereval_lifecycle_sample_hosts": 1,
+    # the scratch tier alone: every tier copies the 700 MB torch environment onto itself, on every node
+    "clustereval_lifecycle_tiers": [{"name": "scratch", "path": "/sim/scratch"}],
     "clustereval_lifecycle_endpoints": [], "clustereval_lifecycle_models": [],
 }
 
