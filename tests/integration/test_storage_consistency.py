@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from clustereval.sim import cluster, sharedfs
+from clustereval.sim import cli, cluster, sharedfs
 from tests.integration.simrun import REQUIRES_SIM, load_result_list, read_inventory, run_playbook, simulated_cluster
 from tests.integration.simrun import ssh as node_ssh
 
@@ -45,7 +45,7 @@ def gluster_processes(directory: Path) -> set[int]:
 
 
 @pytest.mark.skipif(sharedfs.unavailable("glusterfs") is not None, reason=str(sharedfs.unavailable("glusterfs")))
-def test_glusterfs_home_keeps_locks_across_nodes_and_every_check_passes(tmp_path):
+def test_glusterfs_home_keeps_locks_across_nodes_and_names_and_files_cross_them(tmp_path):
     sim = tmp_path / "sim"
     with simulated_cluster(sim, 2, "reference"):
         info = cluster.status(sim)
@@ -64,8 +64,16 @@ def test_glusterfs_home_keeps_locks_across_nodes_and_every_check_passes(tmp_path
 
         results = evaluate(sim, tmp_path / "run")
         statuses = {key: r["status"] for key, r in results.items()}
-        assert statuses == {(check, "node1+node2"): "pass" for check in CHECKS}, \
+        mkdir = results.pop(("storage.consistency.mkdir_race", "node1+node2"))
+        assert {key: r["status"] for key, r in results.items()} == {
+            (check, "node1+node2"): "pass" for check in CHECKS if check != "storage.consistency.mkdir_race"}, \
             {key: r["summary"] for key, r in results.items()}
+        # GlusterFS 10.3 keeps a real race of its own: two clients creating one directory at once can leave one of
+        # them with the other's handle (ESTALE) or a lookup that misses it (EEXIST), about once in 1500 calls
+        # as the simulation tunes it (sim/sharedfs.py) — the check reports it when it happens, nothing else
+        assert statuses[("storage.consistency.mkdir_race", "node1+node2")] in ("pass", "fail"), mkdir["summary"]
+        if mkdir["status"] == "fail":
+            assert set(mkdir["evidence"]["failures"]) <= {"EEXIST", "ESTALE"}, mkdir["evidence"]
         flock = results[("storage.consistency.flock", "node1+node2")]
         assert "fuse.glusterfs" in flock["summary"] and flock["evidence"]["control"]["excluded"] == 200
         assert flock["evidence"]["here_holds"]["excluded"] + flock["evidence"]["peer_holds"]["excluded"] == 200
@@ -100,3 +108,21 @@ def test_sshfs_home_fails_cross_node_locks_while_the_same_node_control_passes(tm
         assert the_report(tmp_path / "names-only")["tests"] == ["colon"]
         nothing = evaluate(sim, tmp_path / "none", tags="audit.os.kernel")  # nothing of the performance phase
         assert nothing == {} and not (tmp_path / "none" / "raw" / "node1" / "storage-consistency.json").exists()
+
+
+def test_without_glusterfs_the_reference_falls_back_to_sshfs_and_status_says_why(tmp_path, monkeypatch, capsys):
+    real = sharedfs.unavailable
+    monkeypatch.setattr(sharedfs, "unavailable", lambda kind="sshfs": (
+        "glusterd is not installed (apt-get install glusterfs-server glusterfs-client iproute2)"
+        if kind == "glusterfs" else real(kind)))
+    if real("sshfs"):
+        pytest.skip(real("sshfs"))
+    sim = tmp_path / "sim"
+    with simulated_cluster(sim, 1, "reference"):
+        shared = cluster.status(sim)["shared_fs"]
+        assert shared["type"] == "sshfs" and shared["server_alive"], shared
+        assert "glusterfs asked for, but glusterd is not installed" in shared["note"]
+        hosts, _ = read_inventory(sim)
+        assert node_ssh(sim, hosts["node1"], "findmnt -n -o FSTYPE /home").stdout.strip() == "fuse.sshfs"
+        cli._print_status(cluster.status(sim))
+        assert "its locks do not cross nodes" in capsys.readouterr().out

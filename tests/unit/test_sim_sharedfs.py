@@ -89,13 +89,16 @@ def test_glusterd_runs_in_namespaces_of_its_own_on_an_address_only_they_have(tmp
 
 def test_the_gluster_cli_and_clients_enter_its_namespaces(tmp_path):
     paths = sharedfs.gluster_paths(tmp_path / "storage")
-    create, start = sharedfs.gluster_volume_commands(paths, 4242, "10.31.7.254", tmp_path / "shared")
+    create, *tune, start = sharedfs.gluster_volume_commands(paths, 4242, "10.31.7.254", tmp_path / "shared")
     assert create[:5] == ["nsenter", "-t", "4242", "--net", "--mount"]
     assert create[-5:] == ["volume", "create", "shared", f"10.31.7.254:{tmp_path / 'shared'}", "force"]
     assert start[-3:] == ["volume", "start", "shared"]
+    # coherent: the bricks' upcalls invalidate the clients' metadata caches, the kernels keep none of their own
+    assert ["volume", "set", "shared", "features.cache-invalidation", "on"] in [argv[-5:] for argv in tune]
     client = sharedfs.gluster_mount_command(4242, "10.31.7.254", "/home", tmp_path / "node1.log")
     assert client[:3] == ["nsenter", "--net=/proc/4242/ns/net", "glusterfs"]
     assert "-N" in client and "--volfile-id=/shared" in client and client[-1] == "/home"
+    assert {"--attribute-timeout=0", "--entry-timeout=0", "--negative-timeout=0"} <= set(client)
 
 
 def test_the_glusterfs_mount_is_one_the_audit_counts_as_shared():
