@@ -143,6 +143,20 @@ def test_settings_come_from_the_environment_and_refuse_credentials_in_the_endpoi
         module.Settings()
 
 
+def test_path_and_virtual_hosted_addressing(monkeypatch):
+    module = bench()
+    for name, value in {"ENDPOINT": "https://s3.example:9000", "BUCKET": "my-bucket", "ACCESS_KEY": "a",
+                        "SECRET_KEY": "s", "ADDRESSING": "path"}.items():
+        monkeypatch.setenv(f"CLUSTEREVAL_{name}", value)
+    path = module.Client(module.Settings(), None)
+    assert (path.host, path.host_header, path.path_base) == ("s3.example", "s3.example:9000", "/my-bucket")
+    monkeypatch.setenv("CLUSTEREVAL_ADDRESSING", "virtual")
+    monkeypatch.setenv("CLUSTEREVAL_ENDPOINT", "https://s3.example")
+    virtual = module.Client(module.Settings(), None)
+    assert (virtual.host, virtual.host_header, virtual.path_base) == ("my-bucket.s3.example", "my-bucket.s3.example",
+                                                                       "")
+
+
 # ------------------------------------------------------------------------------------------------ parser
 
 
