@@ -21,18 +21,29 @@ import yaml
 
 from clustereval.results import problems
 from clustereval.sim import cluster
-from tests.integration.simrun import BIN, REPO, REQUIRES_SIM, ansible_env, by_key, simulated_cluster
+from tests.integration.simrun import (
+    BIN,
+    PLAYBOOK_TIMEOUT_S,
+    REPO,
+    REQUIRES_SIM,
+    ansible_env,
+    by_key,
+    simulated_cluster,
+)
 from tests.integration.simrun import load_result_list as results
 from tests.integration.simrun import run_playbook as playbook
 
 SMALL_FIO = ["-e", "clustereval_storage_fio_size_mib=32", "-e", "clustereval_storage_fio_runtime_s=1"]
+# What the reachability tests leave out: the lifecycle role copies the torch environment onto every node and
+# installs packages (tests/integration/test_lifecycle.py covers it).
+NOT_LIFECYCLE = ["--skip-tags", "lifecycle"]
 NODE_CHECKS = {"harness.node.reachable", "audit.gpu.inventory", "audit.os.kernel", "audit.slurm.node_state",
                "audit.slurm.gres"}
 
 pytestmark = [*REQUIRES_SIM, pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")]
 
 
-def clustereval(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+def clustereval(*args: str, timeout: int = PLAYBOOK_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(BIN / "clustereval"), *args], capture_output=True, text=True, timeout=timeout,
                           env=ansible_env(), cwd=REPO)
 
@@ -182,7 +193,8 @@ def test_unreachable_node_from_the_start(tmp_path):
     unreachable_node3 = str(profile_with(tmp_path, {"node3": {"faults": {"unreachable": True}}}))
     with simulated_cluster(tmp_path / "sim", 3, unreachable_node3) as sim:
         run_dir = tmp_path / "run"
-        proc = clustereval("evaluate", "-i", str(sim / "inventory.ini"), "--out", str(run_dir), *SMALL_FIO)
+        proc = clustereval("evaluate", "-i", str(sim / "inventory.ini"), "--out", str(run_dir), *SMALL_FIO,
+                           *NOT_LIFECYCLE)
         assert proc.returncode != 0  # ansible reports the unreachable host
     keyed = by_key(results(run_dir))
     assert keyed[("harness.node.reachable", "node3")]["status"] == "fail"
@@ -216,7 +228,7 @@ def test_sshd_dies_mid_run_keeps_what_was_measured(tmp_path):
     with simulated_cluster(sim, 3, "reference"):
         watcher.start()
         try:
-            proc = playbook(sim / "inventory.ini", "-e", f"clustereval_out={run_dir}",
+            proc = playbook(sim / "inventory.ini", "-e", f"clustereval_out={run_dir}", *NOT_LIFECYCLE,
                             "-e", "clustereval_storage_fio_size_mib=32", "-e", "clustereval_storage_fio_runtime_s=2")
         finally:
             watcher.join()
