@@ -235,10 +235,10 @@ def sweep(nodes: list[Node]) -> list[Point]:
                                     "ops_per_s": round(stats["ops_per_s"], 3), "window_s": stats["window_s"],
                                     "late_s": stats["late_s"]})
             point.latency, point.ttfb = merge(hists), merge(ttfbs)
-            if len(windows) > 1:
-                longest = max(end - start for start, end in windows)
+            if len(windows) > 1:  # the part of the shortest window during which every node was loading
+                shortest = min(end - start for start, end in windows)
                 shared = min(end for _, end in windows) - max(start for start, _ in windows)
-                point.overlap = round(max(0.0, min(1.0, shared / longest)), 3) if longest > 0 else 1.0
+                point.overlap = round(max(0.0, min(1.0, shared / shortest)), 3) if shortest > 0 else 1.0
             elif windows:
                 point.overlap = 1.0
             points.append(point)
@@ -263,7 +263,7 @@ def _not_judgeable(point: Point) -> str | None:
                 f"workers ran; not run on {', '.join(point.missing)}")
     if point.overlap is not None and point.overlap < MIN_OVERLAP:
         return (f"{point.what()} at concurrency {point.concurrency}: the nodes' loads overlapped only "
-                f"{point.overlap:.0%} of the longest window (a late start or clocks apart), so their sum is not "
+                f"{point.overlap:.0%} of the shortest window (a late start or clocks apart), so their sum is not "
                 f"a concurrent load")
     return None
 
