@@ -37,8 +37,18 @@ def judge(check_id: str, probes: dict[str, dict[str, Any]] | None = None, *, fle
     """The result of ``check_id`` judged on ``probes`` (a node) or ``fleet`` (a cluster-scope check), after
     asserting it honours the result contract."""
     ctx = Context(subject=subject, probes=probes or {}, fleet=fleet or {}, options=options)
-    result = checks.evaluate(check_id, ctx, RUN)
-    assert problems(result) == []
+    return held_to_contract(check_id, checks.evaluate(check_id, ctx, RUN))
+
+
+def judge_many(check_id: str, ctx: Context) -> list[dict[str, Any]]:
+    """Every result of ``check_id`` judged in ``ctx`` (a check that gives one verdict per tier, pair or
+    operation), each held to the result contract."""
+    return [held_to_contract(check_id, result) for result in checks.evaluate_many(check_id, ctx, RUN)]
+
+
+def held_to_contract(check_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` after asserting it honours the result contract and, when it passes, states no problem."""
+    assert problems(result) == [], result
     if result["status"] == "pass":
         stated = PROBLEM_WORDS.search(result["summary"])
         assert stated is None, f"{check_id} passes while its summary states a problem ({stated.group(0)!r}): " \

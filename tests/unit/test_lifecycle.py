@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from clustereval import checks, parsers, rundir
+from clustereval import parsers, rundir
 from clustereval.checks import Context, probe_catalogue
 from clustereval.parsers import _mutate
 from clustereval.parsers._common import clean
-from clustereval.results import problems
-from tests.helpers import PROBLEM_WORDS, RUN
+from tests.helpers import judge_many
 
 TIERS = [{"name": "home", "path": "~"}, {"name": "scratch", "path": "/scratch"}]
 OPTIONS = {"tiers": TIERS, "packages": ["requests==2.32.3", "rich==13.9.4", "tqdm==4.67.1"]}
@@ -36,11 +35,8 @@ def record(name: str, stdout: str, rc: int = 0, **fields) -> dict[str, dict]:
 
 def judge(check_id: str, probes: dict, **options) -> list[dict]:
     ctx = Context(subject="n1", probes=probes, options={**OPTIONS, **options})
-    results = checks.evaluate_many(check_id, ctx, RUN)
+    results = judge_many(check_id, ctx)
     for result in results:
-        assert problems(result) == [], result
-        if result["status"] == "pass":
-            assert not PROBLEM_WORDS.search(result["summary"]), result["summary"]
         if result["status"] == "skip":
             assert result["summary"].strip()
     return results

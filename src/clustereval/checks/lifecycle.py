@@ -100,6 +100,14 @@ def _verdict(status: str, summary: str, params: dict[str, Any], evidence: dict[s
     return Verdict(status, summary, value, unit, evidence=evidence or {}, params=params)
 
 
+def _unmeasured(what: str, ctx: Context, complete: bool, params: dict[str, Any] | None = None,
+                evidence: dict[str, Any] | None = None, verb: str = "measured") -> Verdict:
+    """The harness's error for a record the probe never printed: cut short, or not there at all."""
+    why = "the probe's output ends before it" if not complete else "the probe printed no record of it"
+    return Verdict("error", f"{what} was not {verb} on {ctx.subject}: {why}", evidence=evidence or {},
+                   params=params or {})
+
+
 def _tiers(ctx: Context, records: list[dict[str, Any]]) -> list[dict[str, str]]:
     """The tiers the role asked for (``options.tiers``, in order), else those the probe reported."""
     given = ctx.options.get("tiers")
@@ -116,9 +124,7 @@ def _tier_problem(ctx: Context, records: list[dict[str, Any]], complete: bool, t
     found = _find(records, "tier", name=name)
     where = f"{name} ({path})" if path else name
     if not found:
-        why = ("the probe's output ends before it" if not complete
-               else "the probe printed no record of it")
-        return Verdict("error", f"tier {where} was not measured on {ctx.subject}: {why}"), {}
+        return _unmeasured(f"tier {where}", ctx, complete), {}
     rec = found[-1]
     facts = {"tier": name, "path": path, "fstype": rec.get("fstype"), "source": rec.get("source")}
     if rec.get("state") == "missing":
@@ -182,8 +188,7 @@ def _install(ctx: Context, records: list[dict[str, Any]], complete: bool, facts:
     found = _find(records, "install", tier=facts["tier"], installer=installer)
     on = _on(facts)
     if not found:
-        why = "the probe's output ends before it" if not complete else "the probe printed no record of it"
-        return _verdict("error", f"{installer} on {on} was not measured on {ctx.subject}: {why}", params, facts)
+        return _unmeasured(f"{installer} on {on}", ctx, complete, params, facts)
     rec = found[-1]
     evidence = {**facts, "installer": installer, "packages": packages, "sources": _sources(ctx),
                 "venv_s": rec.get("venv_s"), "install_s": rec.get("install_s"), "installed": rec.get("installed")}
@@ -243,8 +248,7 @@ def _import(ctx: Context, records: list[dict[str, Any]], complete: bool, facts: 
         evidence.update(torch=copy.get("version"), copy_s=copy.get("copy_s"), copied_bytes=copy.get("bytes"),
                         copied_files=copy.get("files"))
     if copy is None or (copy.get("rc") == 0 and first is None):
-        why = "the probe's output ends before it" if not complete else "the probe printed no record of it"
-        return _verdict("error", f"import torch on {on} was not measured on {ctx.subject}: {why}", params, evidence)
+        return _unmeasured(f"import torch on {on}", ctx, complete, params, evidence)
     if copy.get("rc") != 0:
         return _verdict("fail", f"could not put a PyTorch environment on {on}: {copy.get('reason')}", params, evidence)
     evidence["first_import_s"] = first.get("import_s") if first else None
@@ -318,9 +322,7 @@ def wan_transfer(ctx: Context) -> list[Verdict]:
                     "required": bool(endpoint.get("required"))}
         found = _find(records, "wan", name=name, kind=kind)
         if not found:
-            why = "the probe's output ends before it" if not complete else "the probe printed no record of it"
-            out.append(_verdict("error", f"endpoint {name} was not measured on {ctx.subject}: {why}", params,
-                                evidence))
+            out.append(_unmeasured(f"endpoint {name}", ctx, complete, params, evidence))
             continue
         out.append(_transfer(ctx, found[-1], name, kind, bool(endpoint.get("required")), params, evidence))
     return out
@@ -364,8 +366,7 @@ def container_pull(ctx: Context) -> Verdict:
     required = bool(ctx.options.get("container_required"))
     found = _find(records, "pull")
     if not found:
-        why = "the probe's output ends before it" if not complete else "the probe printed no record of it"
-        return _verdict("error", f"the pull of {image} was not measured on {ctx.subject}: {why}", params)
+        return _unmeasured(f"the pull of {image}", ctx, complete, params)
     rec = found[-1]
     runtime = rec.get("runtime")
     evidence = {"image": image, "runtime": runtime, "pull_s": rec.get("pull_s"), "bytes": rec.get("bytes"),
@@ -407,8 +408,7 @@ def model_download(ctx: Context) -> list[Verdict]:
         evidence: dict[str, Any] = {"model": name, "hub": hub, "repo": model.get("repo"), "required": required}
         found = _find(records, "model", name=name)
         if not found:
-            why = "the probe's output ends before it" if not complete else "the probe printed no record of it"
-            out.append(_verdict("error", f"model {name} was not downloaded on {ctx.subject}: {why}", params, evidence))
+            out.append(_unmeasured(f"model {name}", ctx, complete, params, evidence, verb="downloaded"))
             continue
         out.append(_download(ctx, found[-1], name, hub, required, params, evidence))
     return out
@@ -453,8 +453,7 @@ def serve_ready(ctx: Context) -> Verdict:
     params = {**ctx.params, "engine": engine}
     found = _find(records, "serve")
     if not found:
-        why = "the probe's output ends before it" if not complete else "the probe printed no record of it"
-        return _verdict("error", f"{engine} serve was not measured on {ctx.subject}: {why}", params)
+        return _unmeasured(f"{engine} serve", ctx, complete, params)
     rec = found[-1]
     model = ctx.options.get("serve_model")
     evidence = {"engine": engine, "model": model, "ready_s": rec.get("ready_s"), "gpus": rec.get("gpus"),

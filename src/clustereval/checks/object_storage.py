@@ -11,6 +11,7 @@ to ``series/_cluster/object-storage-<check>.csv``. With no endpoint configured e
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -438,6 +439,15 @@ def _measure_of(point: Point) -> tuple[float, str]:
     return point.ops_per_s, "req/s" if point.phase == "list" else "obj/s"
 
 
+def _curves(points: list[Point]) -> Iterator[tuple[Point, list[Point], dict[str, Any]]]:
+    """Per phase that was measured, in the sweep's order: (its first point, its points by concurrency, the
+    verdict's params)."""
+    for phase in PHASES:
+        curve = [p for p in points if p.phase == phase]
+        if curve:
+            yield curve[0], curve, {"operation": curve[0].operation, "object_size": curve[0].label}
+
+
 @check("storage.object.scaling")
 def scaling(ctx: Context) -> list[Verdict]:
     """Per operation: the rate at the highest concurrency against the best point of its curve."""
@@ -446,12 +456,7 @@ def scaling(ctx: Context) -> list[Verdict]:
     rows = [p.row() for p in points]
     verdicts = []
     lim = _limit(ctx, "storage.object.scaling", {})
-    for phase in PHASES:
-        curve = [p for p in points if p.phase == phase]
-        if not curve:
-            continue
-        head = curve[0]
-        params = {"operation": head.operation, "object_size": head.label}
+    for head, curve, params in _curves(points):
         base = {"subject": subject, "params": params,
                 "series": _series("scaling", head, rows if not verdicts else None)}
         usable = [p for p in curve if _not_judgeable(p) is None]
@@ -492,12 +497,7 @@ def _error_verdicts(ctx: Context, check_id: str, kinds: tuple[str, ...], noun: s
     points = sweep(nodes)
     lim = _limit(ctx, check_id, {})
     verdicts = []
-    for phase in PHASES:
-        curve = [p for p in points if p.phase == phase]
-        if not curve:
-            continue
-        head = curve[0]
-        params = {"operation": head.operation, "object_size": head.label}
+    for head, curve, params in _curves(points):
         requests = sum(p.errors.get("requests", 0) for p in curve)
         counted = {p.concurrency: {k: p.errors.get(k, 0) for k in kinds if p.errors.get(k)} for p in curve}
         failed = sum(sum(c.values()) for c in counted.values())

@@ -136,6 +136,20 @@ def _harness_problem(test: dict[str, Any] | None) -> str | None:
     return None
 
 
+def _start(host: str, entry: dict[str, Any], key: str, label: str, verdicts: list[Verdict]
+           ) -> tuple[dict[str, Any], dict[str, Any] | None, list[str], dict[str, dict[str, Any]]]:
+    """What every test of a directory begins with: (params, the test's record, peers in, peers left out); the
+    record is None, and the harness's error is in ``verdicts``, when the test did not run or failed."""
+    params, test = _params(entry), (entry.get("tests") or {}).get(key)
+    ok, left_out = _peers(host, entry)
+    problem = _harness_problem(test)
+    if problem:
+        verdicts.append(Verdict("error", f"{label} on {_where(entry)}: {problem}", params=params,
+                                evidence={"directory": entry["path"]}, subject=CLUSTER_SUBJECT))
+        return params, None, ok, left_out
+    return params, test, ok, left_out
+
+
 def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
@@ -250,14 +264,9 @@ def _locks(ctx: Context, kind: str) -> list[Verdict]:
     host, _, directories = _directories(ctx, kind)
     verdicts = []
     for entry in directories:
-        params, test = _params(entry), (entry.get("tests") or {}).get(kind)
-        problem = _harness_problem(test)
-        if problem:
-            verdicts.append(Verdict("error", f"{label} locks on {_where(entry)}: {problem}", params=params,
-                                    evidence={"directory": entry["path"]}, subject=CLUSTER_SUBJECT))
+        params, test, ok, left_out = _start(host, entry, kind, f"{label} locks", verdicts)
+        if test is None:
             continue
-        assert test is not None
-        ok, left_out = _peers(host, entry)
         if not ok and not left_out:
             verdicts.append(_only_one(host, entry, params, f"{label} locks"))
         verdicts.extend(_left_out(host, entry, name, peer, params, f"{label} locks")
@@ -293,17 +302,12 @@ def mkdir_race(ctx: Context) -> list[Verdict]:
     host, _, directories = _directories(ctx, "mkdir")
     verdicts = []
     for entry in directories:
-        params, test = _params(entry), (entry.get("tests") or {}).get("mkdir")
+        params, test, ok, left_out = _start(host, entry, "mkdir", "mkdir -p", verdicts)
         where = _where(entry)
-        problem = _harness_problem(test)
-        ok, left_out = _peers(host, entry)
         verdicts.extend(_left_out(host, entry, name, peer, params, "mkdir -p")
                         for name, peer in left_out.items() if peer.get("status") == "unreachable")
-        if problem:
-            verdicts.append(Verdict("error", f"mkdir -p on {where}: {problem}", params=params,
-                                    evidence={"directory": entry["path"]}, subject=CLUSTER_SUBJECT))
+        if test is None:
             continue
-        assert test is not None
         nodes = sorted(set(test.get("nodes") or [host, *ok]))
         subject = set_subject(nodes) if len(nodes) > 1 else CLUSTER_SUBJECT
         if len(nodes) < 2:
@@ -352,17 +356,12 @@ def colon_names(ctx: Context) -> list[Verdict]:
     host, _, directories = _directories(ctx, "colon")
     verdicts = []
     for entry in directories:
-        params, test = _params(entry), (entry.get("tests") or {}).get("colon")
+        params, test, _, left_out = _start(host, entry, "colon", "names with ':'", verdicts)
         where = _where(entry)
-        problem = _harness_problem(test)
-        _, left_out = _peers(host, entry)
         verdicts.extend(_left_out(host, entry, name, peer, params, "names with ':'")
                         for name, peer in left_out.items() if peer.get("status") == "unreachable")
-        if problem:
-            verdicts.append(Verdict("error", f"names with ':' on {where}: {problem}", params=params,
-                                    evidence={"directory": entry["path"]}, subject=CLUSTER_SUBJECT))
+        if test is None:
             continue
-        assert test is not None
         names = list(test.get("names") or [])
         created = test.get("created") or {}
         read = test.get("read") or {}
@@ -429,15 +428,10 @@ def visibility(ctx: Context) -> list[Verdict]:
     host, _, directories = _directories(ctx, "visibility")
     verdicts = []
     for entry in directories:
-        params, test = _params(entry), (entry.get("tests") or {}).get("visibility")
+        params, test, ok, left_out = _start(host, entry, "visibility", "visibility", verdicts)
         where = _where(entry)
-        problem = _harness_problem(test)
-        if problem:
-            verdicts.append(Verdict("error", f"visibility on {where}: {problem}", params=params,
-                                    evidence={"directory": entry["path"]}, subject=CLUSTER_SUBJECT))
+        if test is None:
             continue
-        assert test is not None
-        ok, left_out = _peers(host, entry)
         if not ok and not left_out:
             verdicts.append(_only_one(host, entry, params, "visibility"))
         verdicts.extend(_left_out(host, entry, name, peer, params, "visibility") for name, peer in left_out.items())
