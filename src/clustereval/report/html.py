@@ -28,6 +28,7 @@ from clustereval.report import (
     subject_label,
     timelines,
 )
+from clustereval.scoring import score
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:75rem;padding:0 1rem;color:#222}
@@ -110,11 +111,7 @@ def _unreachable(view: dict[str, Any]) -> str:
     silent = subjects.get("without_results") or []
     if not unreachable and not silent:
         return ""
-    by_host = {
-        r.get("subject"): r
-        for r in view["results"]
-        if r.get("check") == "harness.node.reachable" and r.get("status") == "fail"
-    }
+    by_host = score.unreachable_results(view["results"])
     rows = [
         [esc(h), esc(by_host.get(h, {}).get("summary", "")), _artifacts(by_host.get(h, {}), view["run_dir"])]
         for h in unreachable

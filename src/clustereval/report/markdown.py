@@ -28,6 +28,7 @@ from clustereval.report import (
     subject_label,
     timelines,
 )
+from clustereval.scoring import score
 
 
 def cell(value: Any) -> str:
@@ -104,11 +105,7 @@ def _unreachable(view: dict[str, Any]) -> list[str]:
     silent = subjects.get("without_results") or []
     if not unreachable and not silent:
         return []
-    by_host = {
-        r.get("subject"): r
-        for r in view["results"]
-        if r.get("check") == "harness.node.reachable" and r.get("status") == "fail"
-    }
+    by_host = score.unreachable_results(view["results"])
     lines = ["", "## Unreachable nodes", ""]
     if unreachable:
         lines += [

@@ -20,7 +20,6 @@ from clustereval import results as results_mod
 DEFAULT_RUBRIC = Path(__file__).with_name("rubric.yml")
 SCORE_FILE = "score.json"
 RUN_FILE = "run.json"
-REACHABILITY_CHECK = "harness.node.reachable"
 VERDICTS = ("pass", "warn", "fail")
 
 _RESULT_MATCH_KEYS = {"status", "severity", "domain", "check", "phase", "exclude_domain"}
@@ -160,11 +159,12 @@ def _key(item: dict[str, Any]) -> tuple[str, str, str]:
 
 def unreachable_hosts(results: list[dict[str, Any]]) -> dict[str, str]:
     """Hosts whose latest ``harness.node.reachable`` result is a fail, with the recorded summary."""
-    return {
-        r["subject"]: str(r.get("summary", ""))
-        for r in results
-        if r.get("check") == REACHABILITY_CHECK and r.get("status") == "fail"
-    }
+    return {host: str(r.get("summary", "")) for host, r in unreachable_results(results).items()}
+
+
+def unreachable_results(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per host found unreachable: its latest failing ``harness.node.reachable`` result."""
+    return {r["subject"]: r for r in results if r.get("check") == plan.REACHABILITY and r.get("status") == "fail"}
 
 
 def _cap_triggers(
@@ -176,7 +176,7 @@ def _cap_triggers(
         hosts = facts["unreachable"]
         if len(hosts) < when["unreachable_nodes_at_least"]:
             return None
-        pairs = [{"check": REACHABILITY_CHECK, "subject": h} for h in sorted(hosts)]
+        pairs = [{"check": plan.REACHABILITY, "subject": h} for h in sorted(hosts)]
         return pairs, f"{len(hosts)} unreachable: {', '.join(sorted(hosts))}"
     if "coverage_below" in when:
         if facts["coverage"] >= when["coverage_below"]:
