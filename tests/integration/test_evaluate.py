@@ -34,9 +34,10 @@ from tests.integration.simrun import load_result_list as results
 from tests.integration.simrun import run_playbook as playbook
 
 SMALL_FIO = ["-e", "clustereval_storage_fio_size_mib=32", "-e", "clustereval_storage_fio_runtime_s=1"]
-# What the reachability tests leave out: the lifecycle role copies the torch environment onto every node and
-# installs packages (tests/integration/test_lifecycle.py covers it).
-NOT_LIFECYCLE = ["--skip-tags", "lifecycle"]
+# What the reachability tests run: both phases, but of the performance roles only fio (a node lost mid-run is the
+# harness's concern, not a benchmark's; every other performance role has its own test, and together they take
+# minutes per run here).
+AUDIT_AND_FIO = ["--tags", "audit,storage.fio"]
 NODE_CHECKS = {"harness.node.reachable", "audit.gpu.inventory", "audit.os.kernel", "audit.slurm.node_state",
                "audit.slurm.gres"}
 
@@ -194,7 +195,7 @@ def test_unreachable_node_from_the_start(tmp_path):
     with simulated_cluster(tmp_path / "sim", 3, unreachable_node3) as sim:
         run_dir = tmp_path / "run"
         proc = clustereval("evaluate", "-i", str(sim / "inventory.ini"), "--out", str(run_dir), *SMALL_FIO,
-                           *NOT_LIFECYCLE)
+                           *AUDIT_AND_FIO)
         assert proc.returncode != 0  # ansible reports the unreachable host
     keyed = by_key(results(run_dir))
     assert keyed[("harness.node.reachable", "node3")]["status"] == "fail"
@@ -228,7 +229,7 @@ def test_sshd_dies_mid_run_keeps_what_was_measured(tmp_path):
     with simulated_cluster(sim, 3, "reference"):
         watcher.start()
         try:
-            proc = playbook(sim / "inventory.ini", "-e", f"clustereval_out={run_dir}", *NOT_LIFECYCLE,
+            proc = playbook(sim / "inventory.ini", "-e", f"clustereval_out={run_dir}", *AUDIT_AND_FIO,
                             "-e", "clustereval_storage_fio_size_mib=32", "-e", "clustereval_storage_fio_runtime_s=2")
         finally:
             watcher.join()
