@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-from clustereval.sim import cluster
+from clustereval.sim import cluster, stop_on_sigterm
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -65,6 +65,7 @@ def one_drill(work: Path, interval: int, poll: float, method: str) -> dict:
 
 
 def main() -> int:
+    stop_on_sigterm()  # a `timeout` or a cancelled job still brings the clusters down
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--intervals", default="2,3,4,5,6,7,8,9,10,12")
     parser.add_argument("--poll", type=float, default=0.5)

@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from clustereval.sim import cluster
+from clustereval.sim import cluster, stop_on_sigterm
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -35,6 +35,7 @@ def audit_once(inventory: Path, out: Path) -> float:
 
 
 def main() -> int:
+    stop_on_sigterm()  # a `timeout` or a cancelled job still brings the clusters down
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--nodes", default="1,4,16")
     parser.add_argument("--repeat", type=int, default=3)

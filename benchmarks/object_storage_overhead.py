@@ -51,6 +51,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from clustereval.sim import stop_on_sigterm
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 SCRIPT = REPO / "roles/object_storage/files/clustereval_s3bench.py"
@@ -259,6 +261,7 @@ def compare(samples: dict, level: int, phase: str, sign: bool) -> dict[str, Any]
 
 
 def main() -> int:
+    stop_on_sigterm()  # a `timeout` or a cancelled job still stops the S3 server and its namespace
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one repeat, levels 1 and 4, 2 s phases, 16 MiB objects")
     parser.add_argument("--repeat", type=int, default=3)

@@ -57,7 +57,7 @@ from pathlib import Path
 from clustereval import yamldata
 from clustereval.checks import probe_catalogue
 from clustereval.parsers import parse
-from clustereval.sim import cluster
+from clustereval.sim import cluster, stop_on_sigterm
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -417,6 +417,7 @@ def report(summary_out: dict) -> None:
 
 
 def main() -> int:
+    stop_on_sigterm()  # a `timeout` or a cancelled job still brings the clusters down
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="2 repetitions instead of 5")
     parser.add_argument("--repeat", type=int, default=None, help="alternating bare/role pairs per measurement")

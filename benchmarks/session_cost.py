@@ -28,7 +28,7 @@ from pathlib import Path
 
 from clustereval import checks
 from clustereval.sessions import Recorder, SessionView, Stream
-from clustereval.sim import cluster
+from clustereval.sim import cluster, stop_on_sigterm
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -69,6 +69,7 @@ def children_cpu() -> float:
 
 
 def main() -> int:
+    stop_on_sigterm()  # a `timeout` or a cancelled job still brings the clusters down
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--duration", type=int, default=30)
     parser.add_argument("--poll", type=float, default=5)

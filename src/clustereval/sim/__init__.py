@@ -5,3 +5,12 @@
 standalone vendor-tool stand-ins (``nvidia-smi``, ``dcgmi``) that read it. See ``docs/sim.md``.
 Nothing outside this package may depend on it: roles and parsers must not know they talk to a simulation.
 """
+
+import signal
+import sys
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM (``timeout``, a CI runner's cancel) unwind like Ctrl-C: a script that brings simulated
+    clusters up in ``try``/``finally`` then brings them down instead of leaving their daemons running."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
