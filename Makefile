@@ -61,7 +61,7 @@ integration: install
 	$(BIN)/pytest -q -m integration tests
 
 test: lint
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q --durations=30 tests
 
 benchmark: install
 	$(PY) benchmarks/evaluate_sim.py
