@@ -342,8 +342,8 @@ def fio_bare(sim: Sim) -> tuple[float, float]:
     it (as environment), so fio runs the same job file; its scratch sequential write, 1 MiB direct."""
     probe = probe_catalogue.load()["storage_tier_matrix"]
     params = {"CLUSTEREVAL_SCRATCH_DIR": "/sim/scratch", "CLUSTEREVAL_EXTRA_DIRS": "", "CLUSTEREVAL_CLIENTS": "1",
-              "CLUSTEREVAL_SHARED_FSTYPES": str(yamldata.load((REPO / "roles/storage/vars/main.yml").read_text())[
-                  "__clustereval_storage_shared_fstypes"]).strip(),
+              "CLUSTEREVAL_SHARED_FSTYPES": ",".join(yamldata.load((REPO / "roles/storage/vars/main.yml").read_text())[
+                  "__clustereval_storage_shared_fstype_list"]),
               "CLUSTEREVAL_IOENGINE": "libaio", "CLUSTEREVAL_IODEPTH": "8",
               "CLUSTEREVAL_SIZE_MIB": str(FIO_TIER_VARS["clustereval_storage_tier_size_mib"]),
               "CLUSTEREVAL_RUNTIME_S": str(FIO_TIER_VARS["clustereval_storage_tier_runtime_s"]),

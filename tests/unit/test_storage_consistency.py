@@ -390,10 +390,10 @@ def test_the_node_side_is_standard_library_python_3_6():
 
 
 def test_the_filesystem_types_the_role_discovers_are_the_audits_shared_ones():
-    tasks = yaml.safe_load((REPO / "roles/storage/tasks/consistency.yml").read_text())
-    listed = tasks[0]["vars"]["__clustereval_storage_consistency_fstypes"]
+    listed = yaml.safe_load((REPO / "roles/storage/vars/main.yml").read_text())[
+        "__clustereval_storage_shared_fstype_list"]
     audit = yamldata.load((REPO / "src/clustereval/baselines/sharedfs.yml").read_text())["shared_fstypes"]
-    assert [t.strip() for t in listed.split(",")] == [t for t in audit if t != "autofs"]
+    assert listed == [t for t in audit if t != "autofs"] + ["virtiofs"]
 
 
 def test_the_role_names_every_check_of_the_catalogue_entry_file():

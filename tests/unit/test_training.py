@@ -220,7 +220,7 @@ def test_a_planned_run_over_nodes_says_why_it_left_nothing():
                   runs=runs)
     assert [(r["subject"], r["status"]) for r in alone] == [("n1", "pass"), ("_cluster", "skip")]
     assert "needs two or more nodes" in alone[1]["summary"] and alone[1]["params"]["run"] == "moe"
-    lost = judge("training.torchtitan.tps", kept(), runs=runs[:1] + [{**runs[1], "steps": None}], launch_host="n1",
+    lost = judge("training.torchtitan.tps", kept(), runs=[*runs[:1], {**runs[1], "steps": None}], launch_host="n1",
                  steps=25)
     assert [(r["subject"], r["status"], r["params"]["steps"]) for r in lost] == [("n1+n2", "error", 25)]
     assert "n1, which launches the run over nodes, kept no output" in lost[0]["summary"]

@@ -7,6 +7,9 @@ the default: the harness could not get evidence; ``fail``: a timeout is the clus
 ``params`` (the parameters it reads, each as ``$CLUSTEREVAL_<NAME>`` in its environment: the one way a
 probe is given parameters) and ``cleanup`` (a command, with the same parameters, that removes what the probe
 leaves on the node: the probe runner runs it once the collection has ended, also one cut short).
+
+``cmd`` and ``cleanup`` may be lists of pieces, joined with newlines into one script: a piece several probes
+of one file share is written once, as a YAML anchor (``- &tier_discovery |`` ... ``- *tier_discovery``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,12 @@ def load() -> dict[str, dict[str, Any]]:
         if not item.name.endswith(".yml"):
             continue
         for probe in yamldata.load(item.read_text(encoding="utf-8")).get("probes") or []:
+            for key in ("cmd", "cleanup"):
+                if isinstance(probe.get(key), list):
+                    if not all(isinstance(piece, str) for piece in probe[key]):
+                        raise ValueError(f"probes/{item.name}: probe {probe.get('name')!r}: {key} pieces must be "
+                                         f"strings")
+                    probe = {**probe, key: "\n".join(piece.rstrip("\n") for piece in probe[key]) + "\n"}
             missing = [key for key in REQUIRED if not probe.get(key)]
             if missing:
                 raise ValueError(f"probes/{item.name}: probe {probe.get('name')!r} lacks {', '.join(missing)}")

@@ -7,7 +7,9 @@ Bandwidth is in MiB/s as IOR prints it (``_mibps``); times in seconds (``_s``).
 
 ``complete`` is False when the ``Finished`` line (or, failing that, the summary table) is missing, when
 IOR printed ``ERROR`` lines, or when the text holds more than one IOR banner or git merge-conflict
-markers (a garbled capture).
+markers (a garbled capture). ``garbled`` says the last, ``errors`` lists the ``ERROR`` lines and
+``finished`` whether the ``Finished`` line is there, so a reader can tell a garbled capture (the harness's)
+from a run IOR itself reported failing (the storage's).
 """
 
 from __future__ import annotations
@@ -147,7 +149,8 @@ def parse(text: str) -> dict[str, Any]:
             bandwidth[f"{op}_mean_mibps"] = rows[0].get("mean_mibps")
         elif op in max_mibps:
             bandwidth[f"{op}_max_mibps"] = max_mibps[op]
-    return result("ior", "text", complete=complete, warnings=warnings,
+    return result("ior", "text", complete=complete, warnings=warnings, garbled=garbled or len(set(versions)) > 1,
+                  errors=errors, finished=finished,
                   version=versions[0] if versions else None, versions=versions, header=header,
                   options=options, results=results, summary=summary, max_mibps=max_mibps,
                   bw_unit="MiB/s", **bandwidth)

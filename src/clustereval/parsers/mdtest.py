@@ -6,7 +6,9 @@ command line, Path/FS lines, ``Nodemap``, ``N tasks, M files`` and the ``SUMMARY
 ``operation`` with ``max``, ``min``, ``mean``, ``stddev`` (``_ops_per_s`` for rates, ``_s`` for times).
 
 ``complete`` is False when the ``-- finished at`` line is missing (cut capture or killed run) and
-when the command line is garbled (unbalanced quotes).
+when the command line is garbled (unbalanced quotes); ``finished`` and ``garbled`` tell the two apart (the
+SUMMARY table is printed once every phase is done, so its rates stand without the closing line; a garbled
+capture's do not).
 """
 
 from __future__ import annotations
@@ -100,10 +102,12 @@ def parse(text: str) -> dict[str, Any]:
     if not finished:
         warnings.append("no '-- finished at' line: the run stopped early or the capture is cut")
     command = info["command_line"] or ""
-    if command.count("'") % 2 or command.count('"') % 2:
+    garbled = bool(command.count("'") % 2 or command.count('"') % 2)
+    if garbled:
         warnings.append("the 'Command line used' has unbalanced quotes: the capture is garbled")
         complete = False
     rates = {row["key"]: row["mean_ops_per_s"] for row in tables["rate"]}
     return result("mdtest", "text", complete=complete, warnings=warnings, **info, started=started,
+                  finished=finished, garbled=garbled,
                   rate_rows=tables["rate"], time_rows=tables["time"], rates_mean_ops_per_s=rates,
                   tasks_total=to_int(str(info["tasks"])) if info["tasks"] is not None else None)

@@ -13,6 +13,9 @@ Result: ``tiers``, each ``name``, ``path`` and ``state`` (``measured``, ``missin
 ``probe-storage-device`` classifies it), ``fio_exit`` and ``points``: one per (job, clients) with ``job``,
 ``rw``, ``clients``, ``bw_mbps`` (10^6 bytes/s), ``iops``, ``clat_mean_us``, ``clat_p50_us``, ``clat_p90_us``,
 ``clat_p99_us``, ``clat_p999_us`` and ``error`` (fio's errno, 0 when none).
+
+:func:`sections` and :func:`describe` read what the tier discovery shared by the per-tier probes prints (the
+``tier_discovery`` piece of ``checks/probes/storage.yml``); ``probe_storage_metadata`` reads its tiers with them.
 """
 
 from __future__ import annotations
@@ -59,8 +62,11 @@ def _mount(tier: dict[str, Any], words: list[str], disk_line: str | None) -> Non
                 avail_bytes=to_int(words[4]) if len(words) > 4 else None)
 
 
-def _tier(name: str, path: str, lines: list[str]) -> dict[str, Any]:
-    tier: dict[str, Any] = {"name": name, "path": path, "state": "truncated", "points": []}
+def describe(name: str, path: str, lines: list[str]) -> dict[str, Any]:
+    """A tier as the discovery printed it: ``state`` ``missing``, ``unwritable`` or ``same_filesystem`` (with the
+    ``reason``), ``truncated`` (no mount line: the output was cut short), or ``mounted`` with the mount's fields
+    (what the probe's measurement printed follows in ``lines``)."""
+    tier: dict[str, Any] = {"name": name, "path": path, "state": "truncated"}
     keyed = {line.partition(": ")[0]: line.partition(": ")[2] for line in lines[:3] if ": " in line}
     for key, state in (("missing", "missing"), ("unwritable", "unwritable"), ("same-filesystem", "same_filesystem")):
         if key in keyed:
@@ -70,6 +76,15 @@ def _tier(name: str, path: str, lines: list[str]) -> dict[str, Any]:
         tier["reason"] = "the probe printed no mount line for the tier"
         return tier
     _mount(tier, keyed["mount"].split(), next((line for line in lines[:3] if line.startswith("disk: ")), None))
+    tier["state"] = "mounted"
+    return tier
+
+
+def _tier(name: str, path: str, lines: list[str]) -> dict[str, Any]:
+    tier = {**describe(name, path, lines), "points": []}
+    if tier["state"] != "mounted":
+        return tier
+    tier["state"] = "truncated"
     exits = [line for line in lines if line.startswith("fio-exit: ")]
     if not exits:
         tier["reason"] = "the probe's output ends before fio did (cut short, or fio hung)"
@@ -90,21 +105,22 @@ def _tier(name: str, path: str, lines: list[str]) -> dict[str, Any]:
     return tier
 
 
-@register(TOOL)
-def parse(text: str) -> dict[str, Any]:
-    tiers: list[dict[str, Any]] = []
-    current: tuple[str, str] | None = None
-    lines: list[str] = []
+def sections(text: str) -> list[tuple[str, str, list[str]]]:
+    """``(name, path, lines)`` for each ``=== tier NAME PATH`` section of the output, in order (what comes
+    before the first header is not a tier's)."""
+    found: list[tuple[str, str, list[str]]] = []
     for line in text.splitlines():
         header = HEADER.match(line.strip())
         if header:
-            if current:
-                tiers.append(_tier(*current, lines))
-            current, lines = (header[1], header[2].strip()), []
-        elif current:
-            lines.append(line.rstrip())
-    if current:
-        tiers.append(_tier(*current, lines))
+            found.append((header[1], header[2].strip(), []))
+        elif found:
+            found[-1][2].append(line.rstrip())
+    return found
+
+
+@register(TOOL)
+def parse(text: str) -> dict[str, Any]:
+    tiers = [_tier(name, path, lines) for name, path, lines in sections(text)]
     if not tiers:
         raise ParseError("no '=== tier' section: the storage tier probe printed nothing it measured")
     return result(TOOL, "text", complete=all(t["state"] != "truncated" for t in tiers), tiers=tiers)

@@ -639,6 +639,16 @@ SIM_BENCHMARK_VARS: dict[str, Any] = {
     "clustereval_network_rdma_duration_s": 1,
     "clustereval_storage_tier_clients": [1], "clustereval_storage_tier_size_mib": 8,
     "clustereval_storage_tier_runtime_s": 1,
+    # datagen: two writers per node, 4 MiB blobs and 2000-row Parquet files for 3 s per tier
+    "clustereval_storage_datagen_writers": 2, "clustereval_storage_datagen_blob_mib": 4,
+    "clustereval_storage_datagen_parquet_rows": 2000, "clustereval_storage_datagen_parquet_columns": 8,
+    "clustereval_storage_datagen_duration_s": 3, "clustereval_storage_datagen_max_gib": 1,
+    # metadata: two processes per node, 300 small files and 30 directories each, no phase longer than 5 s
+    "clustereval_storage_metadata_clients": 2, "clustereval_storage_metadata_files": 300,
+    "clustereval_storage_metadata_dirs": 30, "clustereval_storage_metadata_phase_limit_s": 5,
+    # checkpoint: one rank per node (each starts its own PyTorch: two cores), 8 MiB of 4 tensors each
+    "clustereval_storage_checkpoint_ranks_per_node": 1, "clustereval_storage_checkpoint_size_mib": 8,
+    "clustereval_storage_checkpoint_tensors": 4, "clustereval_storage_checkpoint_timeout_s": 300,
     # lifecycle: one warm import per tier, and no WAN transfers or model downloads (the host's uplink, not the sim's)
     "clustereval_lifecycle_import_repeats": 1, "clustereval_lifecycle_sample_hosts": 1,
     # the scratch tier alone: every tier copies the 700 MB torch environment onto itself, on every node
@@ -902,6 +912,8 @@ def check_nodes(prof: dict[str, Any], nodes: int) -> None:
     for name in node_names(nodes):
         problems += check_problems(name, render_node, prof, name) + check_problems(name, provider_settings, prof, name)
     problems += check_problems("cluster.shared_fs_type", sharedfs.fs_type,
+                               [node_settings(prof, name) for name in node_names(nodes)], refusal=ValueError)
+    problems += check_problems("cluster.shared_fs_metadata_delay_ms", sharedfs.metadata_delay_ms,
                                [node_settings(prof, name) for name in node_names(nodes)], refusal=ValueError)
     if problems:
         raise ProfileError.listing(prof["path"], problems)
@@ -1291,16 +1303,21 @@ def _mount_shared_fs(directory: Path, state: dict[str, Any], node_list: list[dic
     if not wanted:
         return
     kind, why = sharedfs.choose(sharedfs.fs_type([n["settings"] for n in node_list]))
+    delay = sharedfs.metadata_delay_ms([n["settings"] for n in node_list])
+    if delay and kind != "glusterfs":  # a profile asking for slow metadata must not get a fast shared home
+        raise SimError(f"the profile asks for a metadata-starved shared filesystem (shared_fs_metadata_delay_ms) "
+                       f"and only GlusterFS makes one: {why}")
     if kind is None:
         state["shared_fs"] = {"error": why}
         _write_state(directory, state)
         return
     p["shared"].mkdir(mode=0o755)
     p["storage"].mkdir()
-    address = _start_gluster(directory, state) if kind == "glusterfs" else _start_storage_sshd(directory, state)
+    address = (_start_gluster(directory, state, delay) if kind == "glusterfs"
+               else _start_storage_sshd(directory, state))
     state["shared_fs"] = {**(state.get("shared_fs") or {}), "type": kind, "fstype": sharedfs.FSTYPES[kind],
                           "server": address, "export": str(p["shared"]), "mounts": wanted,
-                          **({"note": why} if why else {})}
+                          **({"note": why} if why else {}), **({"metadata_delay_ms": delay} if delay else {})}
     _write_state(directory, state)
     mounts = {name: start_shared_mount(directory, state, name, point, ns_pids[name])
               for name, point in wanted.items()}
@@ -1325,10 +1342,11 @@ def _start_storage_sshd(directory: Path, state: dict[str, Any]) -> str:
     return address
 
 
-def _start_gluster(directory: Path, state: dict[str, Any]) -> str:
-    """glusterd in a network and mount namespace of its own, then the one-brick volume on ``D/shared``; returns
-    the address the nodes' clients reach it on (only inside that namespace). The namespace is recorded at
-    once: ``down`` stops whatever runs in it (the brick process glusterd starts, the nodes' clients)."""
+def _start_gluster(directory: Path, state: dict[str, Any], metadata_delay: float | None = None) -> str:
+    """glusterd in a network and mount namespace of its own, then the one-brick volume on ``D/shared`` (its
+    metadata operations held ``metadata_delay`` ms each when the profile asks); returns the address the nodes'
+    clients reach it on (only inside that namespace). The namespace is recorded at once: ``down`` stops
+    whatever runs in it (the brick process glusterd starts, the nodes' clients)."""
     p = _paths(directory)
     g = sharedfs.gluster_paths(p["storage"])
     address = sharedfs.gluster_address(state["block"])
@@ -1356,7 +1374,7 @@ def _start_gluster(directory: Path, state: dict[str, Any]) -> str:
     if not _wait(answers, 20, 0.1) or server.poll() is not None:
         raise SimError(f"glusterd did not answer in its namespace; log {g['glusterd_log']}:\n{_tail(g['glusterd_log'])}"
                        f"\n{_tail(log)}")
-    for argv in sharedfs.gluster_volume_commands(g, server.pid, address, p["shared"]):
+    for argv in sharedfs.gluster_volume_commands(g, server.pid, address, p["shared"], metadata_delay):
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         if done.returncode != 0:
             raise SimError(f"`gluster {' '.join(argv[argv.index('--mode=script') + 3:])}` failed: "

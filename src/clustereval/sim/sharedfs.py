@@ -25,6 +25,14 @@ node are read on the others over the network stack, as on any shared filesystem.
   case of a shared filesystem whose locks do not cross nodes (NFS mounted ``nolock``/``local_lock=all``).
 
 Without the GlusterFS packages (or /dev/fuse) the cluster falls back to SSHFS and ``sim status`` says why.
+
+``cluster.shared_fs_metadata_delay_ms`` (GlusterFS only, cluster-wide: one storage server) makes the storage a
+metadata-starved one: the brick's own ``debug/delay-gen`` translator, placed above its ``posix`` storage, holds
+every metadata operation (METADATA_FOPS: lookup, create, mkdir, unlink, rename, open, stat, setattr, readdir,
+...) that long in the brick's I/O threads, while reads, writes and fsyncs pass at once: what a Lustre MDS or an
+NFS server with a saturated metadata path looks like from the clients (file creates, stats and opens take
+milliseconds each, bulk throughput stays). The clients' caches are left as they are (a stat the md-cache can
+answer still does not reach the server, as with NFS's attribute cache).
 Profile: ``shared_fs`` (cluster-wide, or per node) is the mount point on the nodes (default ``/home``,
 where most clusters put the shared home directories; empty: no shared filesystem). Fault:
 ``sharedfs_missing: true`` leaves that node without the mount (it missed it at boot).
@@ -203,10 +211,45 @@ VOLUME_OPTIONS = [("features.cache-invalidation", "on"), ("features.cache-invali
 CLIENT_OPTIONS = ["--attribute-timeout=0", "--entry-timeout=0", "--negative-timeout=0"]
 
 
-def gluster_volume_commands(paths: dict[str, Path], glusterd_pid: int, address: str, brick: Path) -> list[list[str]]:
-    """Create (``force``: the brick is on the root filesystem), tune (VOLUME_OPTIONS) and start the volume."""
+# The operations a metadata server answers (GlusterFS fop names, as delay-gen's `enable` takes them); READ,
+# WRITE, FSYNC, FLUSH, FSTAT and the internal locks and xattr calls are left out, so bulk data is not slowed.
+METADATA_FOPS = ("lookup", "stat", "access", "create", "mknod", "mkdir", "unlink", "rmdir", "rename", "link",
+                 "symlink", "readlink", "open", "opendir", "readdir", "readdirp", "setattr", "truncate", "statfs")
+
+
+def metadata_delay_ms(node_settings: list[dict[str, Any]]) -> float | None:
+    """The metadata delay the profile asks for (``cluster.shared_fs_metadata_delay_ms``), None for none. Raises
+    ValueError naming the setting when it is not a number > 0, differs between nodes or the storage is not
+    GlusterFS (the delay is the GlusterFS brick's)."""
+    values = {repr(s.get("shared_fs_metadata_delay_ms")) for s in node_settings}
+    if len(values) > 1:
+        raise ValueError("shared_fs_metadata_delay_ms is cluster-wide (one storage server), not set per node")
+    value = next((s.get("shared_fs_metadata_delay_ms") for s in node_settings), None)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 10_000:
+        raise ValueError(f"shared_fs_metadata_delay_ms must be a number of milliseconds from 0 to 10000 (more "
+                         f"than 0), not {value!r}")
+    if fs_type(node_settings) != "glusterfs":
+        raise ValueError("shared_fs_metadata_delay_ms needs shared_fs_type glusterfs (it is the brick's delay-gen)")
+    return float(value)
+
+
+def metadata_delay_options(delay_ms: float | None) -> list[tuple[str, str]]:
+    """The volume options that hold every metadata operation ``delay_ms`` in the brick (none: no options)."""
+    if not delay_ms:
+        return []
+    return [("debug.delay-gen", "posix"), ("delay-gen.delay-duration", str(round(delay_ms * 1000))),
+            ("delay-gen.delay-percentage", "100"), ("delay-gen.enable", ",".join(METADATA_FOPS))]
+
+
+def gluster_volume_commands(paths: dict[str, Path], glusterd_pid: int, address: str, brick: Path,
+                            metadata_delay: float | None = None) -> list[list[str]]:
+    """Create (``force``: the brick is on the root filesystem), tune (VOLUME_OPTIONS, and the metadata delay a
+    profile asks for) and start the volume."""
+    options = VOLUME_OPTIONS + metadata_delay_options(metadata_delay)
     return [gluster_cli(paths, glusterd_pid, "volume", "create", VOLUME, f"{address}:{brick}", "force"),
-            *(gluster_cli(paths, glusterd_pid, "volume", "set", VOLUME, key, value) for key, value in VOLUME_OPTIONS),
+            *(gluster_cli(paths, glusterd_pid, "volume", "set", VOLUME, key, value) for key, value in options),
             gluster_cli(paths, glusterd_pid, "volume", "start", VOLUME)]
 
 
