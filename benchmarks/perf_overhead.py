@@ -1,7 +1,7 @@
 """What the performance roles add to what they measure: each tool run bare on simulated nodes vs the same
 tool run through its role, comparing the tool's own figure (not wall time), then the whole performance phase.
 
-Usage: python benchmarks/perf_overhead.py [--quick] [--repeat N] [--parts gemm,iperf3,nccl,fio,phase]
+Usage: python benchmarks/perf_overhead.py [--quick] [--repeat N] [--pin] [--parts gemm,iperf3,nccl,fio,phase]
 Needs root and the Debian packages `make install` sets up (the simulated cluster, iperf3, Open MPI), and
 PyTorch in this checkout's .venv (the role is pointed at it with clustereval_gpu_compute_venv, so nothing is
 installed). Every simulated cluster it starts lives in a temporary directory under /tmp and is brought down
@@ -136,6 +136,27 @@ class Sim:
             raise PlaybookFailed(f"playbook failed (rc {proc.returncode}): {shlex.join(argv)}\n"
                                  f"{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}", results, elapsed)
         return results, elapsed
+
+
+def pin_apart(sim: Sim) -> dict[str, list[int]]:
+    """Give the nodes' side a core of its own (the last) and the controller's side (this process and what it
+    starts: ssh, ansible-playbook) the others, as on a real cluster where the controller is another machine.
+    The nodes' sshd are pinned: every session, probe runner and tool they start inherits it."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        raise SystemExit("--pin needs at least two CPUs")
+    node_cpus, controller_cpus = {cpus[-1]}, set(cpus[:-1])
+    marker = f"{sim.dir}/nodes/"
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        joined = b" ".join(argv)  # sshd rewrites its title: "sshd: /usr/sbin/sshd -D -f D/nodes/N/sshd_config"
+        if b"sshd" in joined and b"sshd_config" in joined and marker.encode() in joined:
+            os.sched_setaffinity(pid, node_cpus)
+    os.sched_setaffinity(0, controller_cpus)
+    return {"nodes": sorted(node_cpus), "controller": sorted(controller_cpus)}
 
 
 def up(directory: Path, nodes: int) -> Sim:
@@ -422,6 +443,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="2 repetitions instead of 5")
     parser.add_argument("--repeat", type=int, default=None, help="alternating bare/role pairs per measurement")
     parser.add_argument("--parts", default="gemm,iperf3,nccl,fio,phase")
+    parser.add_argument("--pin", action="store_true",
+                        help="the nodes' processes on the last CPU, the controller's on the others (gemm, iperf3, "
+                             "nccl, fio): what the role costs on the node, not the controller sharing its cores")
     parser.add_argument("--keep", action="store_true",
                         help="keep the run directories (raw outputs) under /tmp after the clusters are down")
     args = parser.parse_args()
@@ -438,6 +462,8 @@ def main() -> int:
         if parts & {"gemm", "iperf3", "nccl", "fio"}:
             try:
                 sim = up(tmp / "sim2", 2)
+                if args.pin:
+                    out["pinned"] = pin_apart(sim)
                 for name, measure in (("gemm", measure_gemm), ("iperf3", measure_iperf), ("nccl", measure_nccl),
                                       ("fio", measure_fio)):
                     if name in parts:
