@@ -23,6 +23,13 @@ DUMP_ROOT = "/var/tmp/clustereval-torchtitan-"
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
+def node_names(value: Any) -> list[str]:
+    """A run's nodes as the probe or the role gave them: a comma-separated string or a list."""
+    if isinstance(value, str):
+        return [n.strip() for n in value.split(",") if n.strip()]
+    return [str(n) for n in value] if isinstance(value, list | tuple) else []
+
+
 def span(run: dict[str, Any]) -> str:
     """``1`` (each node on its own) or ``all`` (one run over every node) as the run gives ``nodes``."""
     return str(run.get("nodes", 1)).strip().lower()

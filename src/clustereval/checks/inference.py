@@ -24,6 +24,7 @@ from typing import Any
 from clustereval import baselines, parsers
 from clustereval.checks import CLUSTER_SUBJECT, Context, Skip, Verdict, check, tail_lines
 from clustereval.results import set_subject
+from clustereval.workload_plan import node_names
 
 PROBE, NODES_PROBE = "vllm_bench_sweep", "vllm_bench_nodes"
 
@@ -66,12 +67,6 @@ class Sweep:
         return self.verdict(self.status or "error", self.why, evidence=self.evidence, **params)
 
 
-def _nodes(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [n.strip() for n in value.split(",") if n.strip()]
-    return [str(n) for n in value] if isinstance(value, list | tuple) else []
-
-
 def _read(sweep: Sweep) -> None:
     record = sweep.record or {}
     if record.get("timed_out"):
@@ -105,7 +100,7 @@ def sweeps(ctx: Context) -> list[Sweep]:
             record = (probes or {}).get(name)
             if record is None:
                 continue
-            nodes = (_nodes((record.get("params") or {}).get("nodes")) or [host]) if name == NODES_PROBE else [host]
+            nodes = (node_names((record.get("params") or {}).get("nodes")) or [host]) if name == NODES_PROBE else [host]
             sweep = Sweep(nodes, record)
             _read(sweep)
             found.append(sweep)

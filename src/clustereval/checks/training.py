@@ -41,6 +41,7 @@ from clustereval import baselines, parsers
 from clustereval import facts as facts_mod
 from clustereval.checks import CLUSTER_SUBJECT, Context, Skip, Verdict, check, tail_lines
 from clustereval.results import set_subject
+from clustereval.workload_plan import node_names
 
 PROBE, NODES_PROBE, AREA = "torchtitan_train", "torchtitan_train_nodes", "training"
 
@@ -100,12 +101,6 @@ class Run:
         return self.verdict(self.status or "error", self.why, evidence=self.evidence)
 
 
-def _nodes(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [n.strip() for n in value.split(",") if n.strip()]
-    return [str(n) for n in value] if isinstance(value, list | tuple) else []
-
-
 def _steps(value: Any) -> int | None:
     return int(value) if str(value).isdigit() else None
 
@@ -159,7 +154,7 @@ def runs(ctx: Context) -> list[Run]:
     for probe, span in ((PROBE, "1"), (NODES_PROBE, "all")):
         for host, _name, instance, record in ctx.instances(probe):
             given = dict(record.get("params") or {})
-            nodes = _nodes(given.get("nodes")) or [host]
+            nodes = node_names(given.get("nodes")) or [host]
             run = Run(str(given.get("run") or instance), str(given.get("model") or "?"), span, nodes,
                       _steps(given.get("steps")), host, record)
             _read(run)
