@@ -18,7 +18,9 @@ capture whose tabs became spaces, or whose spaces became tabs, nests the same wa
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from clustereval.parsers.errors import ParseError
@@ -126,3 +128,21 @@ def result(tool: str, fmt: str, *, complete: bool, warnings: list[str] | None = 
     out.update(fields)
     out["warnings"] = list(warnings or [])
     return out
+
+
+def json_objects(text: str, warnings: list[str], **loads: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(line, object) for the JSON objects of a JSON-lines output, in order; a line that is not one goes to
+    ``warnings`` (a benchmark's stray print or a library's warning is not its record)."""
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        try:
+            obj = json.loads(stripped, **loads)
+        except ValueError:
+            warnings.append(f"not a JSON line: {stripped[:160]}")
+            continue
+        if not isinstance(obj, dict):
+            warnings.append(f"not a JSON object: {stripped[:160]}")
+            continue
+        yield stripped, obj

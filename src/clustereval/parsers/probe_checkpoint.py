@@ -30,12 +30,11 @@ lines), ``errors``, ``cleanup`` and ``done``.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from clustereval.parsers import register
-from clustereval.parsers._common import result
+from clustereval.parsers._common import json_objects, result
 from clustereval.parsers.errors import ParseError
 
 TOOL = "probe-checkpoint"
@@ -90,18 +89,7 @@ def parse(text: str) -> dict[str, Any]:
     errors: list[dict[str, Any]] = []
     cleanup: dict[str, Any] | None = None
     done: dict[str, Any] | None = None
-    for line in text.split("\n"):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        try:
-            obj = json.loads(stripped, parse_constant=_no_constant, parse_float=_finite)
-        except ValueError:
-            warnings.append(f"not a JSON line: {stripped[:160]}")
-            continue
-        if not isinstance(obj, dict):
-            warnings.append(f"not a JSON object: {stripped[:160]}")
-            continue
+    for stripped, obj in json_objects(text, warnings, parse_constant=_no_constant, parse_float=_finite):
         event = obj.get("event")
         if event in ("start", "skip") and "method" not in obj:
             if obj.get("format") != FORMAT:

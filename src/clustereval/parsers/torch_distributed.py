@@ -26,11 +26,10 @@ and ``max_busbw_gbps``. Raises :class:`ParseError` when no line is JSON the cont
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from clustereval.parsers import register
-from clustereval.parsers._common import result
+from clustereval.parsers._common import json_objects, result
 from clustereval.parsers.errors import ParseError
 
 REQUIRED = ("collective", "size_bytes", "time_s", "busbw_gbps", "world_size", "backend", "device", "correct")
@@ -66,18 +65,7 @@ def parse(text: str) -> dict[str, Any]:
     failures: list[str] = []
     start: dict[str, Any] | None = None
     done = known = False
-    for line in text.split("\n"):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        try:
-            obj = json.loads(stripped)
-        except ValueError:
-            warnings.append(f"not a JSON line: {stripped[:160]}")
-            continue
-        if not isinstance(obj, dict):
-            warnings.append(f"not a JSON object: {stripped[:160]}")
-            continue
+    for stripped, obj in json_objects(text, warnings):
         event = obj.get("event")
         if event == "done":
             done = known = True
