@@ -33,7 +33,8 @@ def test_catalogue_entries_are_well_formed():
         assert set(entry["harnesses"]) <= {"slurm", "k8s", "standalone"} and entry["harnesses"], check_id
         assert entry["why"].strip() and entry["fix"].strip(), check_id
         assert check_id.split(".")[0] in ("audit", "harness", "storage", "network", "gpu", "security",
-                                          "telemetry", "fault", "lifecycle", "training", "inference"), check_id
+                                          "telemetry", "fault", "lifecycle", "training", "inference", "burnin",
+                                          "orchestration"), check_id
 
 
 def test_cmax_ids_name_public_criteria():

@@ -17,6 +17,11 @@ node runs its share of the workers (``node_index`` of ``node_count``) through si
 ``<prefix><run_id>/<node>/`` and deleted: by the delete phase, then by a sweep of the prefix (which also
 aborts unfinished multipart uploads), and by ``--cleanup`` (the probe's clean-up command) if the run was cut
 short.
+
+``--endurance``: for ``endurance_s`` this node's share of ``max_concurrency`` workers each run PUT, GET, LIST and
+DELETE in turn on objects of ``endurance_kib``; every ``interval_s`` one JSON line (tool
+``clustereval-s3bench-endurance``, kind ``interval``) with that interval's statistics per operation, then a
+``summary`` line.
 """
 
 import hashlib
@@ -139,6 +144,10 @@ class Settings:
         self.small_max = _number("SMALL_MAX", 2000, int, low=1)
         self.request_timeout_s = _number("REQUEST_TIMEOUT_S", 60.0, low=1)
         self.start_at = _number("START_AT", 0.0)
+        # --endurance: mixed operations on objects of ENDURANCE_KIB for ENDURANCE_S, one line per INTERVAL_S.
+        self.endurance_s = _number("ENDURANCE_S", 900.0, low=0.1)
+        self.interval_s = _number("INTERVAL_S", 30.0, low=0.1)
+        self.endurance_bytes = int(_number("ENDURANCE_KIB", 1024.0, low=0) * 1024)
         self.levels = levels_up_to(self.max_concurrency)
         chosen = _env("LEVELS")  # an explicit list instead (benchmarks/object_storage_overhead.py: one at a time)
         if chosen:
@@ -797,6 +806,125 @@ def sweep(settings, signer, scrub):
     return out
 
 
+# ------------------------------------------------------------------------------------------------ endurance
+
+ENDURANCE_OPS = ("put", "get", "list", "delete")
+ENDURANCE_TOOL = "clustereval-s3bench-endurance"
+ENDURANCE_KEEP = 16  # objects a worker holds before it deletes its oldest: the store's share stays bounded
+
+
+class Interval:
+    """The statistics of every operation in one interval, shared by the node's threads (under a lock)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.ops = {op: None for op in ENDURANCE_OPS}
+
+    def add(self, op, stats):
+        with self.lock:
+            self.ops[op] = merge_phase(self.ops[op], stats.as_dict())
+
+
+class EnduranceWorker(Worker):
+    """One client running PUT, GET, LIST and DELETE in turn on its own objects until the deadline."""
+
+    def __init__(self, settings, signer, pool, scrub, wid, box):
+        Worker.__init__(self, settings, signer, pool, scrub, "e", wid)
+        self.box = box  # box[0]: the current Interval (the main thread swaps it)
+
+    def one(self, op, method, key=None, query=(), body=None, keep_body=False, expect=(200,), nbytes=0):
+        self.stats = Stats()
+        started = self._begin()
+        resp = self.call(op, method, key, query=query, body=body, keep_body=keep_body, expect=expect)
+        ok = resp is not None
+        if ok and op == "get" and resp.nbytes != nbytes:
+            self.stats.error("short_reads", {"op": op, "status": resp.status, "code": "ShortRead",
+                                             "message": f"{resp.nbytes} of {nbytes} bytes"})
+            ok = False
+        self.timed(started, ok, nbytes if ok else 0, resp.ttfb_s if ok else None)
+        self.box[0].add(op, self.stats)
+        return resp if ok else None
+
+    def run(self, deadline):
+        size, n = self.s.endurance_bytes, 0
+        while time.time() < deadline:
+            key = f"{self.base}E{n:08d}"
+            if self.one("put", "PUT", key, body=bytes(self.body(size)), nbytes=size) is not None:
+                self.small_keys.append(key)
+            n += 1
+            if self.small_keys and time.time() < deadline:
+                self.one("get", "GET", self.small_keys[self.rng.randrange(len(self.small_keys))], nbytes=size)
+            if n % 4 == 0 and time.time() < deadline:
+                self.one("list", "GET", None, query=[("list-type", "2"), ("prefix", self.base), ("max-keys", "100")])
+            while len(self.small_keys) > ENDURANCE_KEEP and time.time() < deadline:
+                if self.one("delete", "DELETE", self.small_keys[0], expect=(200, 204)) is None:
+                    break
+                self.small_keys.pop(0)
+        self.client.close()
+
+
+def endurance(settings, signer, pool, scrub, emit_line):
+    """Mixed PUT/GET/LIST/DELETE for ``endurance_s``; one line per interval (so a run cut short keeps what it
+    measured). Returns the intervals and the workers' reconnects."""
+    workers_n = share(settings.max_concurrency, settings.node_index, settings.node_count)
+    box = [Interval()]
+    start = max(settings.start_at, time.time())
+    wait_until(start)
+    deadline = start + settings.endurance_s
+    workers = [EnduranceWorker(settings, signer, pool, scrub, wid, box) for wid in range(workers_n)]
+    # Daemon threads: on Ctrl-C the summary and the sweep still run without waiting for the deadline.
+    threads = [threading.Thread(target=w.run, args=(deadline,), daemon=True) for w in workers]
+    for thread in threads:
+        thread.start()
+    index, begun, lines = 0, start, []
+    while begun < deadline:
+        end = min(begun + settings.interval_s, deadline)
+        wait_until(end)
+        current, box[0] = box[0], Interval()
+        with current.lock:
+            line = {"tool": ENDURANCE_TOOL, "version": VERSION, "kind": "interval", "index": index,
+                    "start": begun, "end": end, "workers": workers_n,
+                    "ops": {op: stats for op, stats in current.ops.items() if stats is not None}}
+        emit_line(line)
+        lines.append(index)
+        index, begun = index + 1, end
+    for thread in threads:
+        thread.join()
+    # What finished after the last interval closed (a request in flight at the deadline) goes in a last one.
+    tail = box[0]
+    if any(tail.ops.values()):
+        emit_line({"tool": ENDURANCE_TOOL, "version": VERSION, "kind": "interval", "index": index, "start": begun,
+                   "end": time.time(), "workers": workers_n, "tail": True,
+                   "ops": {op: stats for op, stats in tail.ops.items() if stats is not None}})
+    return {"workers": workers_n, "intervals": len(lines), "reconnects": sum(w.client.reconnects for w in workers)}
+
+
+def main_endurance(settings, signer, scrub):
+    def emit_line(line):
+        emit(line, scrub)
+
+    summary = {"tool": ENDURANCE_TOOL, "version": VERSION, "kind": "summary", "host": socket.gethostname(),
+               "settings": settings.public(), "started": time.time(), "done": False}
+    summary["settings"].update(endurance_s=settings.endurance_s, interval_s=settings.interval_s,
+                               endurance_bytes=settings.endurance_bytes)
+    try:
+        summary["preflight"] = check = preflight(settings, signer)
+        if check["ok"]:
+            pool = memoryview(os.urandom(settings.endurance_bytes + (1 << 16)))
+            summary.update(endurance(settings, signer, pool, scrub, emit_line))
+            summary["cleanup"] = sweep(settings, signer, scrub)
+        summary["done"] = True
+    except BaseException as exc:  # Ctrl-C included: the intervals already printed stay, the prefix is swept
+        summary["fatal"] = scrub(f"{type(exc).__name__}: {exc}")
+        try:
+            summary["cleanup"] = sweep(settings, signer, scrub)
+        except Exception as again:
+            summary["cleanup"] = {"errors": 1, "samples": [scrub(f"sweep: {again}")[:200]], "left": None}
+    summary["ended"] = time.time()
+    emit(summary, scrub)
+    return 0
+
+
 # ------------------------------------------------------------------------------------------------ main
 
 
@@ -841,6 +969,8 @@ def main(argv):
     if "--cleanup" in argv:
         emit({"tool": "clustereval-s3bench", "version": VERSION, "cleanup": sweep(settings, signer, scrub)}, scrub)
         return 0
+    if "--endurance" in argv:
+        return main_endurance(settings, signer, scrub)
     document = {"tool": "clustereval-s3bench", "version": VERSION, "host": socket.gethostname(),
                 "python": sys.version.split()[0], "settings": settings.public(), "started": time.time(),
                 "start_at": settings.start_at, "levels": [], "done": False}

@@ -222,3 +222,85 @@ def parse(text: str) -> dict[str, Any]:
                   late_s=_num(doc.get("late_s", 0.0), "late_s"),
                   started=_num(doc.get("started"), "started", allow_none=True),
                   ended=_num(doc.get("ended"), "ended", allow_none=True))
+
+
+# ------------------------------------------------------------------------------------------------ endurance
+
+ENDURANCE_TOOL = "clustereval-s3bench-endurance"
+ENDURANCE_OPS = ("put", "get", "list", "delete")
+
+
+def _endurance_op(data: Any, where: str) -> dict[str, Any]:
+    """One operation's statistics in one interval (the phase shape without the schedule fields)."""
+    if not isinstance(data, dict):
+        raise ParseError(f"{TOOL}: {where} is not an object")
+    errors = data.get("errors")
+    if not isinstance(errors, dict):
+        raise ParseError(f"{TOOL}: {where}.errors is missing")
+    out = {"ops": _int(data.get("ops"), f"{where}.ops"), "bytes": _int(data.get("bytes"), f"{where}.bytes"),
+           "latency": _hist(data.get("latency"), f"{where}.latency"), "ttfb": _hist(data.get("ttfb"), f"{where}.ttfb"),
+           "errors": {kind: _int(errors.get(kind, 0), f"{where}.errors.{kind}") for kind in ERROR_KINDS}}
+    samples = errors.get("samples") or []
+    out["errors"]["samples"] = [s for s in samples if isinstance(s, dict)][:5] if isinstance(samples, list) else []
+    return out
+
+
+@register(ENDURANCE_TOOL)
+def parse_endurance(text: str) -> dict[str, Any]:
+    """The benchmark's ``--endurance`` output: JSON lines, kind ``interval`` (``index``, ``start``/``end`` epoch,
+    ``workers``, ``ops`` {put, get, list, delete: ops, bytes, latency and ttfb histograms, errors}, ``tail`` for
+    what finished after the last interval closed) then one ``summary`` (``settings`` with ``endurance_s``,
+    ``interval_s``, ``endurance_bytes``; ``preflight``, ``workers``, ``intervals``, ``cleanup``, ``done``,
+    ``fatal``). Returns ``intervals`` (each with ``duration_s``, ``mb_per_s`` of PUT and GET bytes and
+    ``ops_per_s``) and the summary's fields; a run cut short (no summary) keeps its intervals with ``complete``
+    false. Raises :class:`ParseError` when no line is the benchmark's or a line breaks the contract."""
+    intervals: list[dict[str, Any]] = []
+    summary: dict[str, Any] | None = None
+    warnings: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            warnings.append(line[:200])
+            continue
+        if not isinstance(obj, dict) or obj.get("tool") != ENDURANCE_TOOL:
+            warnings.append(line[:200])
+            continue
+        if obj.get("version") != 1:
+            raise ParseError(f"{TOOL}: unknown document version {obj.get('version')!r}")
+        if obj.get("kind") == "summary":
+            if summary is not None:
+                raise ParseError(f"{TOOL}: more than one endurance summary")
+            summary = obj
+        elif obj.get("kind") == "interval":
+            where = f"interval {obj.get('index')!r}"
+            ops = obj.get("ops")
+            if not isinstance(ops, dict) or set(ops) - set(ENDURANCE_OPS):
+                raise ParseError(f"{TOOL}: {where}: ops is not an object of {', '.join(ENDURANCE_OPS)}")
+            start, end = _num(obj.get("start"), f"{where}.start"), _num(obj.get("end"), f"{where}.end")
+            parsed = {op: _endurance_op(ops[op], f"{where}.{op}") for op in ENDURANCE_OPS if op in ops}
+            duration = max(0.0, end - start)
+            moved = sum(parsed[op]["bytes"] for op in ("put", "get") if op in parsed)
+            done = sum(p["ops"] for p in parsed.values())
+            intervals.append({"index": _int(obj.get("index"), f"{where}.index"), "start": start, "end": end,
+                              "duration_s": duration, "workers": _int(obj.get("workers", 0), f"{where}.workers"),
+                              "tail": obj.get("tail") is True, "ops": parsed,
+                              "mb_per_s": moved / duration / 1e6 if duration else 0.0,
+                              "ops_per_s": done / duration if duration else 0.0})
+        else:
+            raise ParseError(f"{TOOL}: a line of unknown kind {obj.get('kind')!r}")
+    if summary is None and not intervals:
+        raise ParseError(f"{TOOL}: no endurance output")
+    summary = summary or {}
+    settings = summary.get("settings")
+    if summary and not isinstance(settings, dict):
+        raise ParseError(f"{TOOL}: the endurance summary has no settings")
+    done = summary.get("done") is True
+    return result(ENDURANCE_TOOL, "jsonl", complete=done, warnings=warnings, intervals=intervals,
+                  settings=settings or {}, preflight=summary.get("preflight"), done=done,
+                  fatal=summary.get("fatal") if summary else "the output ended before its summary (cut short)",
+                  workers=summary.get("workers"), cleanup=_cleanup(summary.get("cleanup")),
+                  started=_num(summary.get("started"), "started", allow_none=True),
+                  ended=_num(summary.get("ended"), "ended", allow_none=True))

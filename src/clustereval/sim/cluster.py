@@ -639,6 +639,11 @@ SIM_BENCHMARK_VARS: dict[str, Any] = {
     "clustereval_network_rdma_duration_s": 1,
     "clustereval_storage_tier_clients": [1], "clustereval_storage_tier_size_mib": 8,
     "clustereval_storage_tier_runtime_s": 1,
+    # storage endurance: one client, 8 MiB files, 3 s sequential then 3 s random mixed in 1 s intervals, the first
+    # second the reference
+    "clustereval_storage_endurance_clients": [1], "clustereval_storage_endurance_size_mib": 8,
+    "clustereval_storage_endurance_seq_s": 3, "clustereval_storage_endurance_rand_s": 3,
+    "clustereval_storage_endurance_interval_s": 1, "clustereval_storage_endurance_reference_s": 1,
     # datagen: two writers per node, 4 MiB blobs and 2000-row Parquet files for 3 s per tier
     "clustereval_storage_datagen_writers": 2, "clustereval_storage_datagen_blob_mib": 4,
     "clustereval_storage_datagen_parquet_rows": 2000, "clustereval_storage_datagen_parquet_columns": 8,
@@ -654,6 +659,17 @@ SIM_BENCHMARK_VARS: dict[str, Any] = {
     # the scratch tier alone: every tier copies the 700 MB torch environment onto itself, on every node
     "clustereval_lifecycle_tiers": [{"name": "scratch", "path": "/sim/scratch"}],
     "clustereval_lifecycle_endpoints": [], "clustereval_lifecycle_models": [],
+    # burn-in and sustained collectives: seconds, not hours (PyTorch starting on three nodes of two shared cores takes
+    # most of ten); a small GEMM, 64 KiB messages, polls every second
+    "clustereval_burnin_duration_s": 20, "clustereval_burnin_sustained_duration_s": 10,
+    "clustereval_burnin_poll_s": 1, "clustereval_burnin_gemm_size": 256, "clustereval_burnin_window_s": 1,
+    "clustereval_burnin_counters_interval_s": 1, "clustereval_burnin_collective_bytes": 65536,
+    "clustereval_burnin_op_timeout_s": 30,
+    # object storage endurance: 6 s of the mixed load in 2 s samples, two workers, 64 KiB objects
+    "clustereval_object_storage_endurance_duration_s": 6, "clustereval_object_storage_endurance_interval_s": 2,
+    "clustereval_object_storage_endurance_concurrency": 2, "clustereval_object_storage_endurance_object_kib": 64,
+    # Slurm orchestration churn: ten trivial jobs (and an array of ten), a minute at most for any of them to finish
+    "clustereval_orchestration_slurm_jobs": 10, "clustereval_orchestration_slurm_wait_s": 60,
 }
 
 
