@@ -238,7 +238,8 @@ def test_a_deselected_slow_test_never_starts_on_the_node(reference, tmp_path):
             seen.extend(processes("iperf3 -s"))
             time.sleep(0.05)
 
-    for selected, tags in ((False, ["--skip-tags", "telemetry,network,gpu.compute,burnin,orchestration"]), (True, ["--tags", "telemetry"])):
+    unselected = ["--skip-tags", "telemetry,network,gpu.compute,burnin,orchestration"]
+    for selected, tags in ((False, unselected), (True, ["--tags", "telemetry"])):
         seen.clear()
         stop.clear()
         watcher = threading.Thread(target=watch, daemon=True)
