@@ -51,6 +51,10 @@ def node_root(tmp_path: Path, profile: str | dict = "telemetry-faults", node: st
 
 def shim_env(root: Path, kern_log: Path | None = None, scale: float = SCALE) -> dict[str, str]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin"), "SIMNODE_ROOT": str(root), "SIMNODE_TIME_SCALE": str(scale)}
+    cpu_stat = root / "cpu.stat"  # the node's CPU time as the shim reads it: idle unless a test makes it busy
+    if not cpu_stat.exists():
+        cpu_stat.write_text("usage_usec 0\nuser_usec 0\nsystem_usec 0\n")
+    env["SIMNODE_CPU_STAT"] = str(cpu_stat)
     if kern_log is not None:
         env["SIMNODE_KERN_LOG"] = str(kern_log)
     return env

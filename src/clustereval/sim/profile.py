@@ -60,6 +60,8 @@ KNOWN_FAULTS = {
     "gpu_hot",
     "gpu_throttle",
     "xid_during_run",
+    "ecc_growth",
+    "clock_loss",
     # fabric and performance faults (rendered into node.json "fabric", read by the nccl-tests, perftest
     # and nvbandwidth shims; see docs/sim.md "Fabric and performance tools")
     *("rail_rate_factor", "nvlink_factor", "straggler_gpu", "nccl_hang", "nccl_jagged", "nccl_wrong",
@@ -73,6 +75,8 @@ RUN_FAULTS = {
                 {"gpu", "temperature_c"}),
     "gpu_throttle": ({"gpu", "after_s", "reason", "sm_clock_mhz"}, {"gpu", "reason"}),
     "xid_during_run": ({"gpu", "after_s", "code", "message"}, {"gpu"}),
+    "ecc_growth": ({"gpu", "after_s", "corrected_per_min", "uncorrected"}, {"gpu"}),
+    "clock_loss": ({"gpu", "after_s", "sm_clock_mhz"}, {"gpu", "sm_clock_mhz"}),
 }
 # gpu_throttle reasons -> NVML clocks event reason bit (nvml.h nvmlClocksEventReason* / ...ThrottleReason*).
 THROTTLE_REASONS = {
@@ -329,10 +333,10 @@ def _run_fault_problems(where: str, value: Any, allowed: set[str], required: set
             yield f"{where}: unknown keys {sorted(unknown, key=str)}"
         if missing:
             yield f"{where}: missing keys {sorted(missing)}"
-        for name in ("gpu", "code", "sm_clock_mhz"):
+        for name in ("gpu", "code", "sm_clock_mhz", "uncorrected"):
             if name in entry:
                 yield from _number_problems(f"{where}.{name}", entry[name], integer=True)
-        for name in ("after_s", "temperature_c", "memory_temperature_c"):
+        for name in ("after_s", "temperature_c", "memory_temperature_c", "corrected_per_min"):
             if name in entry:
                 yield from _number_problems(f"{where}.{name}", entry[name])
         if "reason" in entry and not (isinstance(entry["reason"], str) and entry["reason"] in THROTTLE_REASONS):
@@ -616,7 +620,8 @@ KERN_LOG = "/var/log/kern.log"
 def _telemetry(node: str, faults: dict[str, Any], gpus: list[dict[str, Any]], past_xid: bool,
                provider: bool = False) -> dict[str, Any]:
     """What an ``nvidia-smi`` loop process on this node plays out (``gpu_hot``, ``gpu_throttle``,
-    ``xid_during_run``), resolved for the shim: GPUs by nvidia-smi index, reason bits, the driver's lines.
+    ``xid_during_run``, ``ecc_growth``, ``clock_loss``), resolved for the shim: GPUs by nvidia-smi index,
+    reason bits, the driver's lines.
 
     ``kern_log`` names the node's own kernel log file (an overlay file inside the node's mount namespace,
     see overlays/monitoring.py) when the node has one, else None.
@@ -641,6 +646,14 @@ def _telemetry(node: str, faults: dict[str, Any], gpus: list[dict[str, Any]], pa
         out.append({"kind": "gpu_throttle", "gpu": index, "after_s": float(entry.get("after_s", 0)),
                     "reason": entry["reason"], "mask": THROTTLE_REASONS[entry["reason"]],
                     "sm_clock_mhz": int(entry.get("sm_clock_mhz", gpus[index]["max_sm_clock_mhz"] // 2))})
+    for entry in _run_fault_entries(faults.get("ecc_growth") or []):
+        out.append({"kind": "ecc_growth", "gpu": gpu_of("ecc_growth", entry),
+                    "after_s": float(entry.get("after_s", 0)),
+                    "corrected_per_min": float(entry.get("corrected_per_min", 60)),
+                    "uncorrected": int(entry.get("uncorrected", 0))})
+    for entry in _run_fault_entries(faults.get("clock_loss") or []):
+        out.append({"kind": "clock_loss", "gpu": gpu_of("clock_loss", entry),
+                    "after_s": float(entry.get("after_s", 0)), "sm_clock_mhz": int(entry["sm_clock_mhz"])})
     xids = _run_fault_entries(faults.get("xid_during_run") or [])
     for entry in xids:
         index = gpu_of("xid_during_run", entry)

@@ -13,13 +13,15 @@ up`` and prints what the real tool prints for that driver branch:
 * ``--query-gpu=FIELDS --format=csv[,noheader][,nounits]``, ``-L``, ``-i INDEX`` selection;
 * loop mode, ``-l [SEC]`` / ``--loop=SEC`` / ``-lms MS`` / ``--loop-ms=MS`` with any of the above but ``-L``:
   one process sampling until killed, values evolving with the profile's faults during a run (``gpu_hot``,
-  ``gpu_throttle``, ``xid_during_run``); see "loop mode" below, also for its test-only environment knobs.
+  ``gpu_throttle``, ``xid_during_run``, ``ecc_growth``, ``clock_loss``) and with the node's CPU load (a
+  busy node's GPUs read as under a sustained GEMM); see "loop mode" below, also for its test-only environment knobs.
 
 Node faults from the profile: ``nvidia_smi: truncated`` cuts ``-q -x`` mid-document, ``garbage`` prints
 binary noise, ``missing`` behaves like an absent binary (exit 127).
 """
 
 import json
+import math
 import os
 import random
 import signal
@@ -124,7 +126,7 @@ def gpu_tree(gpu, node):
         ("sram_correctable", "SRAM Correctable", "0"),
         ("sram_uncorrectable_parity", "SRAM Uncorrectable Parity", "0"),
         ("sram_uncorrectable_secded", "SRAM Uncorrectable SEC-DED", "0"),
-        ("dram_correctable", "DRAM Correctable", "0"),
+        ("dram_correctable", "DRAM Correctable", str(gpu.get("ecc_corrected_volatile", 0))),
         ("dram_uncorrectable", "DRAM Uncorrectable", str(gpu["ecc_uncorrected_volatile"])),
     ]
     reasons = gpu.get("clocks_event_reasons", 0)
@@ -796,9 +798,9 @@ def query_fields(node, gpu_count, clock=time.time):
         "clocks_event_reasons.supported": ("", lambda g: "0x%016x" % REASONS_SUPPORTED),
         **{"clocks_event_reasons." + name: ("", reason_state(bit)) for name, bit in REASON_FIELDS.items()},
         "ecc.mode.current": ("", lambda g: "Enabled"),
-        "ecc.errors.corrected.volatile.total": ("", lambda g: "0"),
+        "ecc.errors.corrected.volatile.total": ("", lambda g: str(g.get("ecc_corrected_volatile", 0))),
         "ecc.errors.uncorrected.volatile.total": ("", lambda g: str(g["ecc_uncorrected_volatile"])),
-        "ecc.errors.corrected.aggregate.total": ("", lambda g: "0"),
+        "ecc.errors.corrected.aggregate.total": ("", lambda g: str(g.get("ecc_corrected_volatile", 0))),
         "ecc.errors.uncorrected.aggregate.total": ("", lambda g: str(g["ecc_uncorrected_volatile"])),
         "retired_pages.pending": ("", lambda g: "[N/A]"),
         "remapped_rows.pending": ("", lambda g: "No"),
@@ -885,13 +887,40 @@ def render_query(node, gpus, fields_arg, format_arg):
 #   (what the Slurm health check reads) and to the node's own ``/var/log/kern.log`` in rsyslog's format
 #   (overlays/monitoring.py ``kern_log_line``), written only where that file is the node's overlay file
 #   inside its private mount namespace (node_kern_log), never the host's; after an Xid 79 the GPU is lost (GPU_LOST,
-#   GPU_LOST_Q, "ERR!"), after an Xid 48/94/95 its volatile uncorrected ECC count is one higher.
+#   GPU_LOST_Q, "ERR!"), after an Xid 48/94/95 its volatile uncorrected ECC count is one higher;
+#   ``ecc_growth`` adds ``uncorrected`` volatile uncorrected errors at its time and corrected ones at
+#   ``corrected_per_min`` from then on; ``clock_loss`` holds the SM clock at its value with no reason bit
+#   (a drifting GPU: under load it then draws less than its cap, so not even SwPowerCap shows);
+# * load (see CpuMeter): the simulated GPUs cannot run the node's work, so a loop reads "load" from the
+#   CPU time the node's processes consume between samples, the interface a real node has for it (the node's
+#   cgroup v2 cpu.stat usage_usec, else /proc/stat). A busy node's GPUs read as a real HGX H100/H200 under a
+#   sustained GEMM (research/h200-ground-truth.md): utilization 100 %, power at the cap with SwPowerCap
+#   (0x4) active, the SM clock down from max to ~82 % at once and to ~75 % (1485 of 1980 MHz) as the GPU
+#   warms, temperatures rising with a HEAT_TAU_S time constant to LOADED_TEMP_C / LOADED_MEMORY_TEMP_C,
+#   no thermal event; below LOAD_CAP of a full load the GPU stays under its cap at max clock. An idle node
+#   (under LOAD_IDLE_CORES) prints exactly the idle readings above. Single-shot calls stay idle: one
+#   reading has no interval to measure load over.
 #
 # Test-only knobs (environment): SIMNODE_TIME_SCALE=K runs the loop's clock K times faster than real time
 # (intervals, timestamps and fault times all on that clock); SIMNODE_KERN_LOG=PATH writes the kernel log
-# lines there instead (a temp file in unit tests).
+# lines there instead (a temp file in unit tests); SIMNODE_CPU_STAT=PATH reads the node's CPU time from that
+# cpu.stat-format file instead of the node's cgroup (unit tests: a file they write, so load is theirs to set).
 
 RAMP_S = 4.0
+# Load: CPU cores' worth of the node's processes (less this loop's own) under which the node is idle (its
+# daemons, an ssh session) and at which it counts as fully loaded (one busy core: the burn-in's CPU GEMM).
+LOAD_IDLE_CORES = 0.2
+LOAD_FULL_CORES = 1.0
+# A GEMM's power demand exceeds the cap well before the node's load is full: half a core's worth already
+# reads as capped, so a burn-in on a crowded test machine (its processes getting a share of the CPUs) does.
+LOAD_CAP = 0.5
+LOAD_WINDOW_S = 1.0
+HEAT_TAU_S = 20.0
+LOADED_TEMP_C = 58  # GPU 56-60 C, HBM 43-48 C at the 700 W cap (h200-ground-truth.md)
+LOADED_MEMORY_TEMP_C = 46
+LOADED_SM_COLD = 0.82  # of max SM clock when the cap first bites, and once warm (1485 of 1980 MHz)
+LOADED_SM_WARM = 0.75
+CAP_MARGIN_W = 3.0  # the power controller holds the draw just under the cap
 WAKE_POWER = (1.55, 1.03)
 WAKE_SM_STEP_MHZ = 135
 DEFAULT_LOOP_S = 5.0
@@ -965,6 +994,94 @@ def append_lines(path, lines):
         pass  # the driver's log line is not the tool's business: nvidia-smi itself never fails on it
 
 
+def node_cgroup(node_name):
+    """``(cpu.stat path)`` of the node's own cgroup v2 when this process is in it (the sim puts each node's
+    processes in ``.../clustereval-<cluster>/<node>``), else None."""
+    try:
+        with open("/proc/self/cgroup") as fh:
+            paths = [line.rstrip("\n")[3:] for line in fh if line.startswith("0::")]
+        with open("/proc/self/mountinfo") as fh:
+            mounts = [line.split() for line in fh if " - cgroup2 " in line]
+    except OSError:
+        return None
+    if not paths or not mounts or os.path.basename(paths[0]) != node_name:
+        return None
+    path = mounts[0][4] + paths[0] + "/cpu.stat"
+    return path if os.path.exists(path) else None
+
+
+class CpuMeter:
+    """Cores' worth of CPU the node's processes used over the last LOAD_WINDOW_S (real seconds; since the
+    loop started, before that), this process excluded: a window over several short samples, so that one
+    interval in which a busy process got no CPU (a crowded machine) does not read as idle."""
+
+    def __init__(self, node_name):
+        self.cgroup = os.environ.get("SIMNODE_CPU_STAT") or node_cgroup(node_name)
+        self.ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.readings = [self.read()]
+
+    def used_s(self):
+        """CPU seconds used so far: by the node's cgroup, else by the whole machine (/proc/stat)."""
+        try:
+            if self.cgroup:
+                with open(self.cgroup) as fh:
+                    usage = dict(line.split() for line in fh if line.strip())
+                return int(usage["usage_usec"]) / 1e6
+            with open("/proc/stat") as fh:
+                cpu = [int(v) for v in fh.readline().split()[1:]]
+            # user nice system idle iowait irq softirq steal: all but idle and iowait is busy time
+            return (sum(cpu[:8]) - cpu[3] - cpu[4]) / self.ticks
+        except (OSError, ValueError, KeyError, IndexError):
+            return None
+
+    def read(self):
+        own = os.times()
+        return time.monotonic(), self.used_s(), own.user + own.system
+
+    def cores(self):
+        now = self.read()
+        self.readings.append(now)
+        while len(self.readings) > 2 and self.readings[1][0] <= now[0] - LOAD_WINDOW_S:
+            self.readings.pop(0)
+        then = self.readings[0]
+        if then[1] is None or now[1] is None or now[0] <= then[0]:
+            return 0.0
+        return max(0.0, (now[1] - then[1]) - (now[2] - then[2])) / (now[0] - then[0])
+
+
+def load_of(cores):
+    """0 (idle) to 1 (fully loaded) from the cores' worth of CPU the node used."""
+    return 0.0 if cores < LOAD_IDLE_CORES else min(1.0, cores / LOAD_FULL_CORES)
+
+
+def heat_step(heat, load, dt):
+    """The GPU's warmth (0 idle to 1 steady under full load) after ``dt`` seconds at ``load``."""
+    return heat + (load - heat) * (1 - math.exp(-max(0.0, dt) / HEAT_TAU_S))
+
+
+def loaded(gpu, state, load, heat, r_power):
+    """``state`` (the idle reading) as the GPU reads at ``load`` after warming to ``heat``."""
+    if heat > 0:
+        state["temperature_c"] = round(state["temperature_c"] + (LOADED_TEMP_C - gpu["temperature_c"]) * heat)
+        state["memory_temperature_c"] = round(
+            state["memory_temperature_c"] + (LOADED_MEMORY_TEMP_C - gpu["memory_temperature_c"]) * heat)
+    if load <= 0:
+        return state
+    limit, top = gpu["power_limit_w"], gpu["max_sm_clock_mhz"]
+    mask = state["clocks_event_reasons"] & ~REASON_GPU_IDLE
+    demand = load / LOAD_CAP
+    if demand >= 1:
+        mask |= REASON_SW_POWER_CAP
+        power = limit - CAP_MARGIN_W * r_power
+        sm = clock_step(top * (LOADED_SM_COLD - (LOADED_SM_COLD - LOADED_SM_WARM) * heat))
+    else:
+        power = state["power_draw_w"] + (limit - state["power_draw_w"]) * demand
+        sm = top
+    state.update(power_draw_w=power, sm_clock_mhz=sm, clocks_event_reasons=mask, performance_state="P0",
+                 utilization_pct=round(100 * min(1.0, load / LOAD_CAP)))
+    return state
+
+
 class Telemetry:
     """The node's GPUs as one loop process samples them (see "loop mode" above)."""
 
@@ -976,6 +1093,7 @@ class Telemetry:
         self.kern_log = node_kern_log(telemetry.get("kern_log"), node.get("node"))
         self.kmsg = os.path.join(os.environ.get("SIMNODE_ROOT") or "/sim", "kmsg")
         self.lost, self.ecc_extra, self.rngs, self.samples = set(), {}, {}, 0
+        self.meter, self.heat, self.last_elapsed = CpuMeter(node.get("node")), {}, 0.0
 
     def next_event(self):
         return self.start + self.pending[0]["after_s"] if self.pending else None
@@ -999,11 +1117,16 @@ class Telemetry:
 
     def sample(self, gpus, now):
         elapsed = now - self.start
-        states = [self.state(gpu, elapsed) for gpu in gpus]
+        # the first sample has no interval behind it to measure load over: it reads idle
+        load = load_of(self.meter.cores()) if self.samples else 0.0
+        dt, self.last_elapsed = elapsed - self.last_elapsed, elapsed
+        for gpu in gpus:
+            self.heat[gpu["index"]] = heat_step(self.heat.get(gpu["index"], 0.0), load, dt)
+        states = [self.state(gpu, elapsed, load) for gpu in gpus]
         self.samples += 1
         return states
 
-    def state(self, gpu, elapsed):
+    def state(self, gpu, elapsed, load=0.0):
         index = gpu["index"]
         rng = self.rngs.get(index)
         if rng is None:
@@ -1016,7 +1139,13 @@ class Telemetry:
         power = gpu["power_draw_w"] * (WAKE_POWER[n] if n < len(WAKE_POWER) else 1.0) + (r_power - 0.5) * 0.3
         if n == 0 and mask & REASON_GPU_IDLE:
             sm = min(gpu["max_sm_clock_mhz"], sm + WAKE_SM_STEP_MHZ)
-        hot_clock, throttle_clock = None, None
+        g.update(temperature_c=temp, memory_temperature_c=mem_temp, power_draw_w=power, sm_clock_mhz=sm,
+                 clocks_event_reasons=mask)
+        g = loaded(gpu, g, load, self.heat.get(index, 0.0), r_power)
+        temp, mem_temp, power, sm, mask = (g["temperature_c"], g["memory_temperature_c"], g["power_draw_w"],
+                                           g["sm_clock_mhz"], g["clocks_event_reasons"])
+        hot_clock, throttle_clock, lost_clock = None, None, None
+        corrected, uncorrected = 0, 0
         for fault in self.faults:
             if fault["gpu"] != index or elapsed < fault["after_s"]:
                 continue
@@ -1029,8 +1158,20 @@ class Telemetry:
                 mask |= fault["mask"]
                 clock = fault["sm_clock_mhz"]
                 throttle_clock = clock if throttle_clock is None else min(throttle_clock, clock)
+            elif fault["kind"] == "clock_loss":
+                clock = fault["sm_clock_mhz"]
+                lost_clock = clock if lost_clock is None else min(lost_clock, clock)
+            elif fault["kind"] == "ecc_growth":
+                corrected += int(fault["corrected_per_min"] * (elapsed - fault["after_s"]) / 60)
+                uncorrected += fault["uncorrected"]
         if throttle_clock is not None:
             sm = throttle_clock  # held there, whatever the idle clock was
+        if lost_clock is not None and lost_clock < sm:
+            if mask & REASON_SW_POWER_CAP:
+                # slower than the cap asks: it draws less than the cap, so the cap is no longer the reason
+                power = gpu["power_draw_w"] + (power - gpu["power_draw_w"]) * lost_clock / sm
+                mask &= ~REASON_SW_POWER_CAP
+            sm = lost_clock
         if TLIMIT_TEMP_C - temp < 0 or mem_temp > MEMORY_MAX_OPERATING_C:
             mask |= REASON_SW_THERMAL_SLOWDOWN
             sm = min(sm, clock_step(gpu["max_sm_clock_mhz"] * 0.85))
@@ -1038,8 +1179,9 @@ class Telemetry:
             mask |= REASON_HW_THERMAL_SLOWDOWN
             sm = min(sm, hot_clock or clock_step(gpu["max_sm_clock_mhz"] / 2))
         g.update(temperature_c=temp, memory_temperature_c=mem_temp, power_draw_w=power, sm_clock_mhz=sm,
-                 clocks_event_reasons=mask,
-                 ecc_uncorrected_volatile=gpu["ecc_uncorrected_volatile"] + self.ecc_extra.get(index, 0))
+                 clocks_event_reasons=mask, ecc_corrected_volatile=gpu.get("ecc_corrected_volatile", 0) + corrected,
+                 ecc_uncorrected_volatile=gpu["ecc_uncorrected_volatile"] + self.ecc_extra.get(index, 0)
+                 + uncorrected)
         if index in self.lost:
             g["lost"] = True
         return g
