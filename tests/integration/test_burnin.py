@@ -24,10 +24,11 @@ def latest(items: list[dict]) -> dict:
 
 def test_burn_in_and_sustained_collectives_over_three_nodes(tmp_path):
     run_dir = tmp_path / "run"
-    # telemetry-faults: node3's GPU 1 is slowed by hardware (HW slowdown) while it is sampled
-    with simulated_cluster(tmp_path / "sim", 3, "telemetry-faults") as sim:
+    # burnin-faults: node2's GPU 5 overheats into HW thermal slowdown, node3's GPU 2 gains corrected ECC errors and
+    # its GPU 6 loses clock with no reason given, while the burn-in runs; node1 is healthy
+    with simulated_cluster(tmp_path / "sim", 3, "burnin-faults") as sim:
         proc = run_playbook(sim / "inventory.ini", "-e", "clustereval_phases=reliability",
-                            "--tags", "burnin.gemm,burnin.gpu.throttle,burnin.collective,burnin.counters",
+                            "--tags", "burnin.gemm,burnin.gpu,burnin.collective,burnin.counters",
                             "-e", f"clustereval_out={run_dir}", timeout=600)
         left = [str(p) for p in sim.rglob("clustereval-burnin-*")]
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -40,10 +41,15 @@ def test_burn_in_and_sustained_collectives_over_three_nodes(tmp_path):
     decay = [r for r in items if r["check"] == "burnin.gemm.decay"]
     assert decay and all(r["status"] in ("pass", "warn", "fail") for r in decay), [r["summary"] for r in decay]
     assert all(r["params"]["load"] == "both" and r["params"]["duration_s"] == 20 for r in decay)
-    # the throttle finding of the telemetry check shows in the burn-in's own results
-    throttle = keyed[("burnin.gpu.throttle", "node3/gpu1")]
-    assert throttle["status"] == "fail" and "hw_slowdown" in throttle["summary"]
+    # the telemetry findings show in the burn-in's own results; node1's GPUs under load (the power cap) are normal
+    throttle = keyed[("burnin.gpu.throttle", "node2/gpu5")]
+    assert throttle["status"] == "fail" and "hw_thermal_slowdown" in throttle["summary"], throttle["summary"]
     assert keyed[("burnin.gpu.throttle", "node1/gpu0")]["status"] == "pass"
+    ecc = keyed[("burnin.gpu.ecc", "node3/gpu2")]
+    assert ecc["status"] in ("warn", "fail") and ecc["params"]["session"] == "burnin", ecc["summary"]
+    assert keyed[("burnin.gpu.ecc", "node1/gpu0")]["status"] == "pass"
+    clocks = keyed[("burnin.gpu.clocks", "node3/gpu6")]
+    assert clocks["status"] in ("warn", "fail"), clocks["summary"]
     # the collectives ran from the first node over all three, in the burn-in and in the sustained run
     errors = [r for r in items if r["check"] == "burnin.collective.errors"]
     assert {r["params"]["session"] for r in errors} == {"burnin", "sustained"}
