@@ -670,6 +670,9 @@ SIM_BENCHMARK_VARS: dict[str, Any] = {
     "clustereval_object_storage_endurance_concurrency": 2, "clustereval_object_storage_endurance_object_kib": 64,
     # Slurm orchestration churn: ten trivial jobs (and an array of ten), a minute at most for any of them to finish
     "clustereval_orchestration_slurm_jobs": 10, "clustereval_orchestration_slurm_wait_s": 60,
+    # Kubernetes churn: three GPU pods in turn, seconds to be Ready or deleted (a stuck delete is found in 5 s)
+    "clustereval_orchestration_k8s_rounds": 3, "clustereval_orchestration_k8s_ready_timeout_s": 30,
+    "clustereval_orchestration_k8s_delete_timeout_s": 5,
 }
 
 

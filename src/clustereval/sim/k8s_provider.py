@@ -191,6 +191,8 @@ class Kubernetes:
                 self.term_sent.pop(key, None)
                 held, changed = None, True
             if "deletionTimestamp" in meta:
+                if held is None and meta.get("finalizers"):
+                    continue  # the containers stopped, but the API keeps the pod until its finalizers clear
                 if held is None:
                     doc["pods"].remove(pod)
                     runtime.pop(key, None)

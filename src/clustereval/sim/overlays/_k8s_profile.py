@@ -13,7 +13,9 @@ from clustereval.sim.profile import ProfileError
 ADMISSION_PLUGINS = ("ExtendedResourceToleration",)
 # every key a profile may set under k8s: (cluster level, or per node under nodes:)
 SETTINGS = {"enabled", "node_monitor_grace_s", "block", "cpus", "user", "lb_address", "cpu_manager_policy", "taints",
-            "daemonset_tolerations", "namespaces", "network_policies", "admission_plugins"}
+            "daemonset_tolerations", "namespaces", "network_policies", "admission_plugins",
+            # finalizers added to every created pod, never cleared: a stuck delete (docs/sim.md)
+            "pod_finalizers"}
 TAINT = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_./]*)(?:=([-A-Za-z0-9_.]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$")
 TOLERATION_KEYS = {"key", "operator", "value", "effect", "tolerationSeconds"}
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -25,6 +27,9 @@ def check_settings(k8s: dict[str, Any], daemonsets: tuple[str, ...] | dict[str, 
     the names of the DaemonSets whose tolerations a profile may set."""
     known_mapping("k8s", k8s, SETTINGS, error=ProfileError)
     node_taints(k8s)
+    finalizers = k8s.get("pod_finalizers") or []
+    if not isinstance(finalizers, list) or not all(isinstance(f, str) and "/" in f for f in finalizers):
+        raise ProfileError("k8s.pod_finalizers must be a list of domain-qualified names (example.com/name)")
     for key in ("daemonset_tolerations", "namespaces", "network_policies"):
         if not isinstance(k8s.get(key) or {}, dict):
             raise ProfileError(f"k8s.{key} must be a mapping")

@@ -509,6 +509,9 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
             "server_version": {"gitVersion": "v1.31.4"},
             "denied": [str(d) for d in _fault(settings, "k8s_rbac_denied", []) or []],
             "admission_plugins": list(k8s.get("admission_plugins") or []),
+            # finalizers the API server's (simulated) admission adds to every created pod; one nobody clears
+            # leaves a deleted pod Terminating for ever (the stuck delete of orchestration.k8s.delete_hang)
+            "pod_finalizers": [str(f) for f in k8s.get("pod_finalizers") or []],
             # DaemonSets whose pods fail on every node (the shim computes DaemonSet status from the nodes)
             "not_ready": sorted(down),
             "resources": resources, "objects": objects, "provisioners": provisioners,

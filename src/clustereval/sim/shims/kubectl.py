@@ -1284,6 +1284,11 @@ def pod_object(api, doc, manifest, namespace):
             if tol not in tolerations:
                 tolerations.append(tol)
     spec["tolerations"] = tolerations
+    # the profile's pod finalizers (k8s.pod_finalizers): nothing in the simulated cluster clears them
+    finalizers = [*(meta.get("finalizers") or []),
+                  *(f for f in api.get("pod_finalizers") or [] if f not in (meta.get("finalizers") or []))]
+    if finalizers:
+        meta["finalizers"] = finalizers
     meta.update(namespace=namespace, creationTimestamp=live.stamp(), uid=_new_uid(namespace, meta["name"]),
                 resourceVersion=live.next_version(doc))
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
@@ -1430,10 +1435,11 @@ def request_deletion(doc, pod, grace, force=False):
     live = _live()
     if grace is None or grace < 0:
         grace = int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
-    if not _running(pod) or (force and grace == 0):
+    meta = pod["metadata"]
+    # a pod with finalizers stays (Terminating) until they are cleared, forced or not, as the API server keeps it
+    if (not _running(pod) or (force and grace == 0)) and not meta.get("finalizers"):
         doc["pods"].remove(pod)
         return True
-    meta = pod["metadata"]
     if "deletionTimestamp" not in meta:
         meta["deletionTimestamp"] = live.stamp(time.time() + grace)
         meta["deletionGracePeriodSeconds"] = grace
