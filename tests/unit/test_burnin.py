@@ -209,3 +209,12 @@ def test_telemetry_checks_judge_the_burn_in_session(tmp_path):
     assert "only the gpu part" in partial[0]["summary"]
     assert judge(tmp_path / "c", "burnin.gpu.ecc", load="network", counters=ABSENT)[0]["status"] == "skip"
     assert judge(tmp_path / "d", "burnin.gpu.temperature", gpu_err="nvidia-smi crashed\n")[0]["status"] == "error"
+
+
+def test_burn_in_xids_are_judged_live_as_the_samplers_are():
+    # The same check function as telemetry.kernel.xid: an Xid in hour one of an 8-hour burn-in is recorded at the
+    # poll that brings it (the session action judges `judged: live` checks at every poll).
+    from clustereval.checks import catalogue
+
+    assert catalogue.entry("burnin.kernel.xid").get("judged") == "live"
+    assert catalogue.entry("telemetry.kernel.xid").get("judged") == "live"
