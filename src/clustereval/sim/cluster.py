@@ -665,6 +665,8 @@ SIM_BENCHMARK_VARS: dict[str, Any] = {
     "clustereval_burnin_poll_s": 1, "clustereval_burnin_gemm_size": 256, "clustereval_burnin_window_s": 1,
     "clustereval_burnin_counters_interval_s": 1, "clustereval_burnin_collective_bytes": 65536,
     "clustereval_burnin_op_timeout_s": 30,
+    # front-end mesh under load: 2 s of iperf3 and 5 pings per pair
+    "clustereval_burnin_frontend_duration_s": 2, "clustereval_burnin_frontend_ping_count": 5,
     # object storage endurance: 6 s of the mixed load in 2 s samples, two workers, 64 KiB objects
     "clustereval_object_storage_endurance_duration_s": 6, "clustereval_object_storage_endurance_interval_s": 2,
     "clustereval_object_storage_endurance_concurrency": 2, "clustereval_object_storage_endurance_object_kib": 64,
