@@ -25,14 +25,23 @@ one. `--pin` keeps the controller (this script, ssh) on the other CPUs, as on a 
 controller is another machine. The session's polls (every 30 s by default, one ssh round trip each) are not
 included: they cost the node a short-lived Python process per poll.
 
-Measured cost (2-core VM): about 2 s to bring the cluster up, then (duration + ~3 s) per run; the default
-4 pairs of 40 s take about 6 minutes. Prints a table, then one JSON summary line.
+Beside the ratio, the sampled runs report the CPU time the sampler's own process groups used
+(`sampler_cpu_share`: CPU-seconds per second of GEMM), read from /proc before they are stopped: on a CPU-bound
+GEMM this is the most the sampler can take from it, and unlike the ratio it does not drown in the machine's
+noise.
+
+Measured (2-core VM shared with other work, --pin, 4 pairs of 40 s, 1024^3 float32): pair ratios 0.86-1.14
+with the bare side alone spreading 9 %: the ratio cannot resolve 2 % here. The sampler itself used 0.2-0.3 %
+of one CPU (0.02 s of CPU per 10 s at -lms 1000). Cost: about 2 s to bring the cluster up, then
+(duration + ~3 s) per run; the default 4 pairs of 40 s take about 6 minutes. Prints one line per pair, then
+one JSON summary line.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import shutil
 import statistics
@@ -81,7 +90,13 @@ def command(args: argparse.Namespace, sampled: bool) -> str:
             lines.append(f"setsid sh -c {shlex.quote(cmd)} > {WORK}/{name}.out 2>&1 < /dev/null & "
                          f"echo $! >> {WORK}/pids")
     lines.append(f"sh -c {shlex.quote(BURNIN_VARS['__clustereval_burnin_gemm_cmd'])}")
-    lines.append(f"rc=$?; [ -f {WORK}/pids ] && for p in $(cat {WORK}/pids); do kill -TERM -- -$p 2>/dev/null; "
+    # Before they are stopped: the CPU time the sampler's process groups used (their own and their reaped
+    # children's, fields 14-17 of /proc/PID/stat), the direct cost the GEMM's ratio can only show through noise.
+    lines.append(f"rc=$?; if [ -f {WORK}/pids ]; then ticks=0; for p in $(cat {WORK}/pids); do "
+                 "for s in /proc/[0-9]*/stat; do set -- $(sed 's/^.*) //' $s 2>/dev/null); "
+                 "[ \"$3\" = \"$p\" ] && ticks=$((ticks + ${12} + ${13} + ${14} + ${15})); done; done; "
+                 "echo sampler-cpu-ticks=$ticks >&2; fi")
+    lines.append(f"[ -f {WORK}/pids ] && for p in $(cat {WORK}/pids); do kill -TERM -- -$p 2>/dev/null; "
                  f"done; sleep 0.5; wc -l < {WORK}/gpu.out 2>/dev/null | sed 's/^/sampler-lines=/' >&2; "
                  f"rm -rf {WORK}; exit $rc")
     return "\n".join(lines)
@@ -99,8 +114,14 @@ def one_run(sim: Sim, args: argparse.Namespace, sampled: bool) -> dict:
     sampler_lines = next((int(w.split("=")[1]) for w in proc.stderr.split() if w.startswith("sampler-lines=")), 0)
     if sampled and sampler_lines < 2:
         raise RuntimeError(f"the sampler did not run beside the GEMM ({sampler_lines} lines): {proc.stderr[-1000:]}")
-    return {"median_tflops": statistics.median(windows), "windows": len(windows), "wall_s": round(wall, 1),
-            "load1_before": load_before, "sampler_lines": sampler_lines}
+    ticks = next((int(w.split("=")[1]) for w in proc.stderr.split() if w.startswith("sampler-cpu-ticks=")), None)
+    out = {"median_tflops": statistics.median(windows), "windows": len(windows), "wall_s": round(wall, 1),
+           "load1_before": load_before, "sampler_lines": sampler_lines}
+    if sampled and ticks is not None:
+        # Share of one CPU the sampler took over the GEMM's run: what it can take from a CPU-bound GEMM here.
+        out["sampler_cpu_s"] = ticks / os.sysconf("SC_CLK_TCK")
+        out["sampler_cpu_share"] = out["sampler_cpu_s"] / args.duration_s
+    return out
 
 
 def main() -> int:
@@ -144,6 +165,9 @@ def main() -> int:
         out["pair_ratios"] = [round(p["ratio"], 4) for p in out["pairs"]]
         out["spread_bare"], out["spread_sampled"] = spread(bare), spread(sampled)
         out["within_2_percent"] = out["ratio_of_medians"] >= 0.98
+        shares = [p["sampled"]["sampler_cpu_share"] for p in out["pairs"] if "sampler_cpu_share" in p["sampled"]]
+        if shares:
+            out["sampler_cpu_share_median"] = statistics.median(shares)
     out["total_s"] = round(time.monotonic() - started, 1)
     print(json.dumps(out))
     return 0
