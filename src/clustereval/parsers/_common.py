@@ -146,3 +146,63 @@ def json_objects(text: str, warnings: list[str], **loads: Any) -> Iterator[tuple
             warnings.append(f"not a JSON object: {stripped[:160]}")
             continue
         yield stripped, obj
+
+
+_RECORD_WORD = re.compile(r"^([a-z][a-z0-9_]*)=(\S*)$")
+
+
+def _record_value(key: str, text: str, integers: frozenset[str], warnings: list[str]) -> Any:
+    if key in integers:
+        number: Any = to_int(text)
+    elif key.endswith("_s"):
+        number = to_float(text)
+    else:
+        return text
+    if number is None and text:
+        warnings.append(f"{key}={text[:40]} is not a number")
+        return text
+    return number
+
+
+def _record(line: str, kinds: tuple[str, ...], integers: frozenset[str], warnings: list[str]) -> dict[str, Any] | None:
+    kind, _, rest = line.partition(" ")
+    if kind not in kinds:
+        return None
+    head, marker, reason = rest.partition("reason=")
+    if marker and head and not head.endswith(" "):  # "reason=" inside a word (e.g. "xreason=") is no reason
+        head, marker, reason = rest, "", ""
+    out: dict[str, Any] = {"record": kind}
+    for word in head.split():
+        match = _RECORD_WORD.match(word)
+        if not match:
+            warnings.append(f"{kind} record: unreadable word {word[:40]!r}")
+            continue
+        out[match.group(1)] = _record_value(match.group(1), match.group(2), integers, warnings)
+    if marker:
+        out["reason"] = reason.strip()
+    return out
+
+
+def record_lines(tool: str, text: str, kinds: tuple[str, ...], integers: set[str], what: str) -> dict[str, Any]:
+    """Our probes' one-record-per-line output: ``<kind> key=value ... [reason=free text]``, ``kind`` one of
+    ``kinds``; numbers read for ``integers`` and every ``*_s`` key (a number that does not read stays its text,
+    with a warning); other lines ignored and counted. ``complete`` when the closing ``end`` record came. No
+    record at all is a :class:`ParseError` naming ``what`` the probe is."""
+    records: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    ignored = 0
+    numbers = frozenset(integers)
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        found = _record(line.strip(), kinds, numbers, warnings)
+        if found is None:
+            ignored += 1
+        else:
+            records.append(found)
+    if not records:
+        raise ParseError(f"no {what} record in the probe's output" + (" (only other output)" if ignored else ""))
+    if ignored:
+        warnings.append(f"{ignored} line(s) that are no {what} record were ignored")
+    ended = any(r["record"] == "end" for r in records)
+    return result(tool, "records", complete=ended, warnings=warnings, records=records)
