@@ -147,9 +147,10 @@ def test_a_gpu_failing_under_load_fails_and_a_partial_burn_in_warns(tmp_path):
 
 
 def test_decay_and_drift(tmp_path):
-    runs = {0: [661] * 30 + [660], 1: [661] * 30 + [560], 2: [661] * 30 + [450]}
+    # the end's quarter against the start's: a GPU that fell and stayed down, not one slow window
+    runs = {0: [661] * 30 + [450], 1: [661] * 20 + [560] * 11, 2: [661] * 20 + [450] * 11, 3: [661] * 20 + [450] * 3}
     decay = statuses(judge(tmp_path / "a", "burnin.gemm.decay", gemm=gemm(runs)))
-    assert decay == {"n1/gpu0": "pass", "n1/gpu1": "warn", "n1/gpu2": "fail"}
+    assert decay == {"n1/gpu0": "pass", "n1/gpu1": "warn", "n1/gpu2": "fail", "n1/gpu3": "warn"}
     short = judge(tmp_path / "b", "burnin.gemm.decay", gemm=gemm({0: [661, 661]}))
     assert short[0]["status"] == "skip"
     five = gemm({0: [661], 1: [660], 2: [661], 3: [610], 4: [500]})

@@ -136,17 +136,21 @@ def sustained(ctx: Context) -> list[Verdict]:
 
 
 def _decay_ratio(rows: list[dict[str, Any]]) -> tuple[float, float, float]:
-    """(first minute's mean, last full window, ratio). A short last window (cut by the deadline) is left out."""
+    """(first minute's mean, last minute's mean, ratio): spans of the same length at both ends (a quarter of the
+    run when it is shorter than four minutes), so one slow window at the end decides nothing. A short last window
+    (cut by the deadline) is left out."""
     total = float(rows[-1].get("elapsed_s") or len(rows))
-    first_s = min(FIRST_S, max(total / 4.0, 0.0))
-    first = [float(r["tflops"]) for r in rows if float(r.get("elapsed_s") or 0) <= first_s]
+    span_s = min(FIRST_S, max(total / 4.0, 0.0))
+    first = [float(r["tflops"]) for r in rows if float(r.get("elapsed_s") or 0) <= span_s]
     first = first or [float(rows[0]["tflops"])]
     lengths = [float(r.get("seconds") or 0) for r in rows]
     typical = statistics.median(lengths) if lengths else 0
     full = [r for r in rows if float(r.get("seconds") or 0) >= 0.5 * typical] or rows
-    last = float(full[-1]["tflops"])
-    base = statistics.fmean(first)
-    return base, last, (last / base if base else 0.0)
+    end = float(full[-1].get("elapsed_s") or total)
+    last = [float(r["tflops"]) for r in full if float(r.get("elapsed_s") or 0) > end - span_s]
+    last = last or [float(full[-1]["tflops"])]
+    base, tail = statistics.fmean(first), statistics.fmean(last)
+    return base, tail, (tail / base if base else 0.0)
 
 
 @check("burnin.gemm.decay")
@@ -161,11 +165,11 @@ def decay(ctx: Context) -> list[Verdict]:
             continue
         base, last, ratio = _decay_ratio(rows)
         status = baselines.grade(ratio, limit)
-        text = (f"GPU {device}: last window {last:.4g} TFLOP/s, {ratio:.0%} of its first minute's "
-                f"{base:.4g} TFLOP/s")
+        text = (f"GPU {device}: {last:.4g} TFLOP/s at the end, {ratio:.0%} of the {base:.4g} TFLOP/s at the start "
+                f"(mean of the first and of the last minute, or quarter of a shorter run)")
         verdicts.append(_verdict(ctx, status, text, round(ratio, 4), "ratio", limit.expected(),
-                                 {"first_tflops": round(base, 3), "last_tflops": last, "windows": len(rows)}, GEMM,
-                                 _gpu(ctx, device)))
+                                 {"first_tflops": round(base, 6), "last_tflops": round(last, 6), "windows": len(rows)},
+                                 GEMM, _gpu(ctx, device)))
     return verdicts
 
 
