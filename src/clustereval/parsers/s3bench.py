@@ -34,12 +34,11 @@ benchmark's document or the document breaks the contract.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from clustereval.parsers import register
-from clustereval.parsers._common import result
+from clustereval.parsers._common import json_objects, result
 from clustereval.parsers.errors import ParseError
 
 TOOL = "clustereval-s3bench"
@@ -177,15 +176,8 @@ def _cleanup(data: Any) -> dict[str, Any] | None:
 
 def _document(text: str) -> tuple[dict[str, Any], list[str]]:
     found, warnings = None, []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            warnings.append(line[:200])
-            continue
-        if isinstance(obj, dict) and obj.get("tool") == TOOL:
+    for line, obj in json_objects(text, warnings):
+        if obj.get("tool") == TOOL:
             if found is not None:
                 raise ParseError(f"{TOOL}: more than one benchmark document")
             found = obj
@@ -257,15 +249,8 @@ def parse_endurance(text: str) -> dict[str, Any]:
     intervals: list[dict[str, Any]] = []
     summary: dict[str, Any] | None = None
     warnings: list[str] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            warnings.append(line[:200])
-            continue
-        if not isinstance(obj, dict) or obj.get("tool") != ENDURANCE_TOOL:
+    for line, obj in json_objects(text, warnings):
+        if obj.get("tool") != ENDURANCE_TOOL:
             warnings.append(line[:200])
             continue
         if obj.get("version") != 1:
