@@ -14,6 +14,14 @@ the kubectl flow, per round:
    time (a finalizer that never clears, a kubelet that never confirms) is recorded as a hang, and the run stops
    (further rounds would only pile up terminating pods).
 
+With ``--sandbox-batches 10,50,100`` it runs :func:`run_sandbox` instead: per batch size, that many CPU-only pods
+(:func:`sandbox_pod_manifest`) in one ``kubectl create -f -`` of a List, polled with ``kubectl get pods -l`` until all
+are Ready or ``--ready-timeout``; the Pending ones' reasons from ``kubectl get events --field-selector
+reason=FailedScheduling`` (:func:`batch_summary`); then ``kubectl delete pods -l ... --wait=true`` before the next
+batch (a delete that fails stops the run). Its report: ``{"run", "mode": "sandbox", "batches_planned", "api_error",
+"interrupted", "batches": [{batch, created, ready, pending, ready_p50_s, ready_max_s, pending_reasons, timed_out,
+delete_s, delete_error}]}``.
+
 Latencies come from the pod's own status, not from the controller's clock: scheduling = PodScheduled's
 lastTransitionTime - creationTimestamp, start = Ready's lastTransitionTime - creationTimestamp. Always (also on
 SIGINT/SIGTERM): ``kubectl delete pods -n NS -l clustereval/churn=RUN --ignore-not-found --wait=false``.
@@ -215,6 +223,148 @@ def run(run_id: str, image: str, rounds: int = 20, namespace: str = "default", g
     return report
 
 
+# ----------------------------------------------------------------------------------------- sandbox batches
+# Batches of CPU-only pods of growing size, created at once: how many become Ready, how fast (from the pods' own
+# conditions), and for those left Pending the scheduler's reasons (its FailedScheduling events, grouped). Each
+# batch is deleted, and waited for until it is gone, before the next one (a batch left behind would fill the nodes
+# and make the next batch's Pending pods the harness's fault).
+
+SANDBOX_LABEL = "clustereval/sandbox"
+
+
+def sandbox_pod_manifest(name: str, run_id: str, batch: int, image: str, namespace: str = "default",
+                         cpu: str = "100m", memory: str = "64Mi", tolerate: tuple[str, ...] = (),
+                         hold_s: int = 3600) -> dict[str, Any]:
+    """A CPU-only pod (no GPU request) labelled with the run and its batch size; ``tolerate`` names taint keys it
+    tolerates (GPU nodes are commonly tainted ``nvidia.com/gpu``, which only pods asking for a GPU tolerate by
+    the ExtendedResourceToleration admission plugin, so a cluster of GPU nodes only needs it for CPU pods)."""
+    resources = {"requests": {"cpu": str(cpu), "memory": str(memory)}}
+    tolerations = [{"key": key, "operator": "Exists", "effect": "NoSchedule"} for key in tolerate if key]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "clustereval", SANDBOX_LABEL: run_id,
+                                    f"{SANDBOX_LABEL}-batch": str(batch)}},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 5,
+                     "containers": [{"name": "sandbox", "image": image, "resources": resources,
+                                     "command": ["/bin/sh", "-c", f"sleep {int(hold_s)}"]}],
+                     **({"tolerations": tolerations} if tolerations else {})}}
+
+
+def pending_reasons(events_doc: dict[str, Any], pending: list[str]) -> dict[str, int]:
+    """The latest FailedScheduling message of each pending pod, counted per message (the scheduler repeats one
+    message per pod; the latest is what holds it now). A pending pod without such an event counts under
+    ``"no FailedScheduling event"``."""
+    latest: dict[str, tuple[str, str]] = {}
+    for ev in (events_doc or {}).get("items") or []:
+        obj = ev.get("involvedObject") or {}
+        if ev.get("reason") != "FailedScheduling" or obj.get("kind", "Pod") != "Pod" or obj.get("name") not in pending:
+            continue
+        when = str(ev.get("lastTimestamp") or ev.get("eventTime") or (ev.get("metadata") or {}).get(
+            "creationTimestamp") or "")
+        if obj["name"] not in latest or when >= latest[obj["name"]][0]:
+            latest[obj["name"]] = (when, str(ev.get("message") or "").strip())
+    counts: dict[str, int] = {}
+    for name in pending:
+        message = latest[name][1] if name in latest else "no FailedScheduling event"
+        counts[message] = counts.get(message, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _p50(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return round(ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2, 3)
+
+
+def batch_summary(size: int, pods_doc: dict[str, Any], events_doc: dict[str, Any]) -> dict[str, Any]:
+    """One batch from ``kubectl get pods -l ... -o json`` and ``kubectl get events -o json``: Ready count, p50/max
+    time to Ready, and the Pending pods' scheduler reasons."""
+    timings = [pod_timing(p) for p in (pods_doc or {}).get("items") or []]
+    starts = [t["start_s"] for t in timings if t["start_s"] is not None]
+    # not Ready: never bound (the scheduler's events say why) or bound but its sandbox/container not started
+    pending = [t["pod"] for t in timings if t["start_s"] is None and t["schedule_s"] is None]
+    starting = [t for t in timings if t["start_s"] is None and t["schedule_s"] is not None]
+    reasons = pending_reasons(events_doc, pending) if pending else {}
+    for t in starting:
+        key = f"scheduled on {t['node']} but not Ready: {t['reason'] or t['phase']}"
+        reasons[key] = reasons.get(key, 0) + 1
+    return {"batch": size, "created": len(timings), "ready": len(starts), "pending": len(pending) + len(starting),
+            "ready_p50_s": _p50(starts), "ready_max_s": max(starts) if starts else None,
+            "pending_reasons": reasons}
+
+
+def one_batch(size: int, run_id: str, image: str, namespace: str, cpu: str, memory: str, tolerate: tuple[str, ...],
+              kubectl: list[str], ready_timeout_s: float, delete_timeout_s: float,
+              poll_s: float) -> tuple[dict[str, Any], str | None]:
+    """Create ``size`` pods at once, wait until all are Ready or the timeout, summarise, delete and wait."""
+    ns, selector = ["-n", namespace], f"{SANDBOX_LABEL}={run_id},{SANDBOX_LABEL}-batch={size}"
+    items = [sandbox_pod_manifest(f"{run_id}-b{size}-{i}", run_id, size, image, namespace, cpu, memory, tolerate)
+             for i in range(size)]
+    record: dict[str, Any] = {"batch": size, "created": 0, "ready": 0, "pending": size, "pending_reasons": {}}
+    created = _kubectl(["create", *ns, "-f", "-"], kubectl, timeout=120,
+                       stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    error = _error(created, "create") if created["rc"] != 0 else None
+    deadline, pods = time.monotonic() + ready_timeout_s, None
+    while error is None:
+        got = _json(_kubectl(["get", "pods", *ns, "-l", selector, "-o", "json"], kubectl))
+        if got is not None:
+            pods = got
+            if len(got.get("items") or []) >= size and all(pod_timing(p)["start_s"] is not None
+                                                           for p in got["items"]):
+                break
+        if time.monotonic() >= deadline:
+            record["timed_out"] = True
+            break
+        time.sleep(poll_s)
+    if pods is not None:
+        events = _json(_kubectl(["get", "events", *ns, "--field-selector", "reason=FailedScheduling", "-o",
+                                 "json"], kubectl)) or {}
+        record.update(batch_summary(size, pods, events))
+    elif error is None:
+        error = "kubectl get pods of the batch gave no JSON"
+    t0 = time.monotonic()
+    deleted = _kubectl(["delete", "pods", *ns, "-l", selector, "--ignore-not-found", "--wait=true",
+                        f"--timeout={int(delete_timeout_s)}s"], kubectl, timeout=delete_timeout_s + 30)
+    record["delete_s"] = round(time.monotonic() - t0, 3)
+    record["delete_error"] = (deleted["stderr"] or "").strip()[:1000] if deleted["rc"] != 0 else None
+    return record, error
+
+
+def run_sandbox(run_id: str, image: str, batches: list[int], namespace: str = "default", cpu: str = "100m",
+                memory: str = "64Mi", kubectl: list[str] | None = None, ready_timeout_s: float = 300,
+                delete_timeout_s: float = 300, poll_s: float = 1, tolerate: tuple[str, ...] = ()) -> dict[str, Any]:
+    kubectl = kubectl or ["kubectl"]
+    report: dict[str, Any] = {"run": run_id, "mode": "sandbox", "namespace": namespace, "cpu": cpu,
+                              "memory": memory, "tolerate": list(tolerate), "batches_planned": batches,
+                              "ready_timeout_s": ready_timeout_s, "api_error": None, "interrupted": False,
+                              "batches": []}
+
+    def interrupted(signum, frame):
+        raise _Interrupted(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        for size in batches:
+            record, error = one_batch(size, run_id, image, namespace, cpu, memory, tolerate, kubectl,
+                                      ready_timeout_s, delete_timeout_s, poll_s)
+            report["batches"].append(record)
+            if error:
+                report["api_error"] = error
+                break
+            if record.get("delete_error"):
+                break  # a batch that would not go away: the next one would be judged on a full cluster
+    except _Interrupted as exc:
+        report["interrupted"] = str(exc)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        report["cleanup"] = _kubectl(["delete", "pods", "-n", namespace, "-l", f"{SANDBOX_LABEL}={run_id}",
+                                      "--ignore-not-found", "--wait=false"], kubectl)
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m clustereval.k8s_churn", description=__doc__.split("\n")[0])
     ap.add_argument("--run", required=True, help="run id: pod name prefix and label value")
@@ -226,13 +376,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ready-timeout", type=float, default=300)
     ap.add_argument("--delete-timeout", type=float, default=120)
     ap.add_argument("--poll", type=float, default=1)
+    ap.add_argument("--sandbox-batches", default="",
+                    help="comma-separated batch sizes: run CPU-only sandbox pod batches instead of the GPU churn")
+    ap.add_argument("--cpu", default="100m", help="CPU request of each sandbox pod")
+    ap.add_argument("--memory", default="64Mi", help="memory request of each sandbox pod")
+    ap.add_argument("--tolerate", default="", help="comma-separated taint keys the sandbox pods tolerate")
     ap.add_argument("--kubeconfig", default=os.environ.get("CLUSTEREVAL_KUBECONFIG", ""))
     ap.add_argument("--context", default=os.environ.get("CLUSTEREVAL_KUBE_CONTEXT", ""))
     args = ap.parse_args(argv)
     kubectl = ["kubectl"] + ([f"--kubeconfig={args.kubeconfig}"] if args.kubeconfig else []) \
         + ([f"--context={args.context}"] if args.context else [])
-    report = run(args.run, args.image, args.rounds, args.namespace, args.gpus, args.gpu_resource, kubectl,
-                 args.ready_timeout, args.delete_timeout, args.poll)
+    if args.sandbox_batches:
+        sizes = [int(b) for b in args.sandbox_batches.replace(" ", "").split(",") if b]
+        report = run_sandbox(args.run, args.image, sizes, args.namespace, args.cpu, args.memory, kubectl,
+                             args.ready_timeout, args.delete_timeout, args.poll,
+                             tuple(k for k in args.tolerate.replace(" ", "").split(",") if k))
+    else:
+        report = run(args.run, args.image, args.rounds, args.namespace, args.gpus, args.gpu_resource, kubectl,
+                     args.ready_timeout, args.delete_timeout, args.poll)
     report["kubectl"] = " ".join(shlex.quote(k) for k in kubectl)
     sys.stdout.write(json.dumps(report, indent=1) + "\n")
     return 3 if report["api_error"] else 0

@@ -64,11 +64,45 @@ def test_the_role_runs_the_churn_from_the_controller(tmp_path, monkeypatch):
             monkeypatch.setenv(key, value)
         proc = run_playbook(sim / "inventory.ini", "-e", "clustereval_phases=reliability", "-e",
                             "clustereval_harness=k8s", "-e", "clustereval_k8s_api_host=node1", "--tags",
-                            "orchestration.k8s.gpu_pod_churn,orchestration.k8s.delete_hang",
+                            "orchestration.k8s.gpu_pod_churn,orchestration.k8s.delete_hang,"
+                            "orchestration.k8s.sandbox_batches",
                             "-e", f"clustereval_out={run_dir}", timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
     keyed = by_key(load_result_list(run_dir))
     assert keyed[("orchestration.k8s.gpu_pod_churn", "_cluster")]["status"] == "pass"
     assert keyed[("orchestration.k8s.delete_hang", "_cluster")]["status"] == "pass"
+    # the SIM batches [2, 4, 16] of 40-CPU pods: two Ready, one with pods Pending for Insufficient cpu
+    sandbox = sorted((r for r in load_result_list(run_dir) if r["check"] == "orchestration.k8s.sandbox_batches"),
+                     key=lambda r: r["params"]["batch"])
+    assert [(r["params"]["batch"], r["status"]) for r in sandbox] == [(2, "pass"), (4, "pass"), (16, "warn")], \
+        [r["summary"] for r in sandbox]
+    assert "Insufficient cpu" in sandbox[2]["summary"]
     # select before run: the unselected latency check was not judged
     assert ("orchestration.k8s.pod_start_latency", "_cluster") not in keyed
+
+
+def test_sandbox_batches_ready_and_one_that_cannot_fit(tmp_path):
+    # nodes of 222 allocatable CPUs: batches of 2 and 4 pods of 40 CPUs fit, 16 cannot (Insufficient cpu); the
+    # GPU nodes' nvidia.com/gpu taint is tolerated (without it every pod stays Pending for the taint)
+    directory = tmp_path / "sim"
+    cluster.up(directory, 2, "k8s-reference")
+    env = {**os.environ, **cluster.kubectl_env(directory)}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "clustereval.k8s_churn", "--run", "sbx", "--image",
+                               "busybox:1.36", "--sandbox-batches", "2,4,16", "--cpu", "40", "--tolerate",
+                               "nvidia.com/gpu", "--ready-timeout", "6", "--delete-timeout", "10", "--poll", "0.3"],
+                              env=env, capture_output=True, text=True, timeout=120)
+        left = json.loads(subprocess.run(["kubectl", "get", "pods", "-l", "clustereval/sandbox", "-o", "json"],
+                                         env=env, capture_output=True, text=True, timeout=30).stdout)["items"]
+    finally:
+        cluster.down(directory)
+    report = json.loads(proc.stdout)
+    probe = {"cmd": "python -m clustereval.k8s_churn", "rc": proc.returncode, "stdout": proc.stdout,
+             "stderr": proc.stderr}
+    results = checks.evaluate_many("orchestration.k8s.sandbox_batches", Context(
+        subject="_cluster", probes={"orchestration_k8s_sandbox": probe}, options={"harness": "k8s"}), "run")
+    assert [b["ready"] for b in report["batches"]] == [2, 4, report["batches"][2]["ready"]]
+    assert 0 < report["batches"][2]["pending"] < 16
+    assert [r["status"] for r in results] == ["pass", "pass", "warn"], [r["summary"] for r in results]
+    assert "Insufficient cpu" in results[2]["summary"], results[2]["summary"]
+    assert left == []

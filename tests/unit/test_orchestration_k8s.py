@@ -115,3 +115,92 @@ def test_delete_hang_is_a_fail():
     assert result["status"] == "fail" and "r-1" in result["summary"]
     failed = report([good_round(0, delete_error="Error from server (Forbidden): pods is forbidden")])
     assert judge("orchestration.k8s.delete_hang", failed)["status"] == "warn"
+
+
+# ------------------------------------------------------------------ sandbox batches
+
+FIT = ('0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No preemption '
+       'victims found for incoming pod.')
+
+
+def pending_pod(name):
+    return {"metadata": {"name": name, "creationTimestamp": "2026-12-01T21:05:10Z"}, "spec": {},
+            "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+                                                            "reason": "Unschedulable", "message": FIT}]}}
+
+
+def event(name, message, when="2026-12-01T21:05:11Z"):
+    return {"involvedObject": {"kind": "Pod", "name": name}, "reason": "FailedScheduling", "type": "Warning",
+            "message": message, "lastTimestamp": when}
+
+
+def test_manifest_is_cpu_only_and_labelled():
+    m = k8s_churn.sandbox_pod_manifest("s-b2-0", "s", 2, "busybox:1.36", cpu="40")
+    res = m["spec"]["containers"][0]["resources"]
+    assert res == {"requests": {"cpu": "40", "memory": "64Mi"}} and "nvidia.com/gpu" not in json.dumps(m)
+    assert m["metadata"]["labels"][k8s_churn.SANDBOX_LABEL] == "s"
+
+
+def test_batch_summary_groups_the_schedulers_reasons():
+    pods = {"items": [pod("a", ready="2026-12-01T21:05:12Z"), pod("b", ready="2026-12-01T21:05:16Z"),
+                      pending_pod("c"), pending_pod("d"), pending_pod("e")]}
+    events = {"items": [event("c", "0/2 nodes are available: 2 node(s) had untolerated taint {x: y}.",
+                              "2026-12-01T21:05:10Z"), event("c", FIT), event("d", FIT),
+                        event("zz", "other pod, not ours")]}
+    s = k8s_churn.batch_summary(5, pods, events)
+    assert s["ready"] == 2 and s["pending"] == 3 and s["ready_p50_s"] == 4.0 and s["ready_max_s"] == 6.0
+    assert s["pending_reasons"] == {FIT: 2, "no FailedScheduling event": 1}
+    starting = pod("f", ready=None, phase="Pending")
+    starting["status"]["containerStatuses"] = [{"state": {"waiting": {"reason": "ContainerCreating"}}}]
+    s = k8s_churn.batch_summary(1, {"items": [starting]}, {"items": []})
+    assert s["pending_reasons"] == {"scheduled on node1 but not Ready: ContainerCreating": 1}
+
+
+def batch(size, ready=None, p50=2.0, mx=3.0, reasons=None, **over):
+    ready = size if ready is None else ready
+    b = {"batch": size, "created": size, "ready": ready, "pending": size - ready, "ready_p50_s": p50 if ready else None,
+         "ready_max_s": mx if ready else None, "pending_reasons": reasons or {}, "delete_s": 1.0,
+         "delete_error": None}
+    b.update(over)
+    return b
+
+
+def sandbox(batches, planned=None, **over):
+    doc = {"run": "s", "mode": "sandbox", "namespace": "default", "cpu": "40", "memory": "64Mi",
+           "batches_planned": planned or [b["batch"] for b in batches], "ready_timeout_s": 8, "api_error": None,
+           "interrupted": False, "batches": batches}
+    doc.update(over)
+    return doc
+
+
+def judge_sandbox(doc=None, harness="k8s", probe=None):
+    probe = probe or {"rc": 0, "stdout": json.dumps(doc), "stderr": ""}
+    ctx = Context(subject="_cluster", probes={"orchestration_k8s_sandbox": probe}, options={"harness": harness})
+    return checks.evaluate_many("orchestration.k8s.sandbox_batches", ctx, "run")
+
+
+def test_sandbox_every_status():
+    ok = judge_sandbox(sandbox([batch(2), batch(4)]))
+    assert [r["status"] for r in ok] == ["pass", "pass"] and [r["params"]["batch"] for r in ok] == [2, 4]
+    full = judge_sandbox(sandbox([batch(2), batch(16, ready=10, reasons={FIT: 6})]))
+    assert [r["status"] for r in full] == ["pass", "warn"]
+    assert "6 of 16" in full[1]["summary"] and "Insufficient cpu" in full[1]["summary"]
+    taint = judge_sandbox(sandbox([batch(4, ready=0, reasons={"no FailedScheduling event": 4})]))
+    assert taint[0]["status"] == "fail" and "4 of 4" in taint[0]["summary"]
+    slow = judge_sandbox(sandbox([batch(2, mx=45.0), batch(4, mx=300.0)]))
+    assert [r["status"] for r in slow] == ["warn", "fail"]
+    stuck = judge_sandbox(sandbox([batch(2, delete_error="error: timed out waiting for the condition")]))
+    assert stuck[0]["status"] == "warn" and "delete failed" in stuck[0]["summary"]
+    assert judge_sandbox(sandbox([batch(2)]), harness="slurm")[0]["status"] == "skip"
+    assert judge_sandbox(probe={"rc": 127, "stdout": "", "stderr": ""})[0]["status"] == "skip"
+    bad = judge_sandbox(probe={"rc": 1, "stdout": '{"run": "s", "bat', "stderr": ""})
+    assert bad[0]["status"] == "error"
+    refused = sandbox([], api_error="The connection to the server localhost:8080 was refused")
+    assert judge_sandbox(refused)[0]["status"] == "error"
+
+
+def test_sandbox_cut_short_keeps_what_was_measured():
+    doc = sandbox([batch(2), batch(4, ready=0)], planned=[2, 4, 16], api_error="Error from server (InternalError)")
+    results = judge_sandbox(doc)
+    assert [r["status"] for r in results] == ["pass", "error", "skip"]
+    assert "not run" in results[2]["summary"] and results[2]["params"]["batch"] == 16

@@ -150,3 +150,88 @@ def delete_hang(ctx: Context) -> Verdict:
     status = "warn" if _note(report) else "pass"
     return Verdict(status, f"all {len(deletes)} pod deletes finished (slowest {slowest['delete_s']} s, round "
                            f"{slowest['round']})" + _note(report), value=0, evidence=evidence)
+
+
+# ------------------------------------------------------------------ sandbox batches (probe orchestration_k8s_sandbox)
+SANDBOX_PROBE = "orchestration_k8s_sandbox"
+# A pod the scheduler could place nowhere for lack of room: the batch is bigger than the cluster's free capacity
+# (a warn: the cluster said why), unlike a pod kept Pending by taints, a missing event or a sandbox that never
+# started (a fail).
+CAPACITY = ("Insufficient cpu", "Insufficient memory", "Insufficient pods", "Too many pods")
+
+
+def read_sandbox(ctx: Context) -> dict[str, Any]:
+    if ctx.options.get("harness") not in (None, "k8s"):
+        raise Skip(f"not a Kubernetes cluster (harness {ctx.options.get('harness')})")
+    probe = ctx.raw(SANDBOX_PROBE)
+    if probe.get("missing") or probe.get("rc") == 127:
+        raise Skip("`kubectl` is not installed on the controller")
+    try:
+        report = json.loads(probe.get("stdout") or "")
+    except ValueError:
+        detail = (probe.get("stderr") or probe.get("stdout") or "no output").strip().splitlines()
+        raise HarnessError(f"the sandbox runner printed no report (exit {probe.get('rc')}): "
+                           f"{(detail[-1] if detail else '')[:300]}") from None
+    if not isinstance(report, dict) or not isinstance(report.get("batches"), list):
+        raise HarnessError("the sandbox runner's report has no batches list")
+    error = str(report.get("api_error") or "")
+    if error and any(m in error.lower() for m in UNREACHABLE):
+        raise HarnessError(f"the Kubernetes API could not be used from the controller: {error[:400]}")
+    if not report["batches"]:
+        raise HarnessError("the sandbox runner ran no batch" + (f" ({error[:300]})" if error else "")
+                           + (f"; interrupted ({report['interrupted']})" if report.get("interrupted") else ""))
+    return report
+
+
+def _batch_verdict(ctx: Context, report: dict[str, Any], b: dict[str, Any], limit: Any) -> Verdict:
+    size, ready, pending = int(b.get("batch") or 0), int(b.get("ready") or 0), int(b.get("pending") or 0)
+    evidence = {k: b.get(k) for k in ("batch", "created", "ready", "pending", "ready_p50_s", "ready_max_s",
+                                      "pending_reasons", "timed_out", "delete_s", "delete_error")}
+    evidence.update(run=report.get("run"), namespace=report.get("namespace"), cpu=report.get("cpu"),
+                    memory=report.get("memory"), ready_timeout_s=report.get("ready_timeout_s"))
+    params = {**ctx.params, "batch": size}
+    timing = f"p50 {b.get('ready_p50_s')} s, max {b.get('ready_max_s')} s to Ready"
+    if pending:
+        reasons = b.get("pending_reasons") or {}
+        top = next(iter(reasons), "no FailedScheduling event")
+        capacity = bool(reasons) and all(any(c in msg for c in CAPACITY) for msg in reasons)
+        more = f" (and {len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""
+        return Verdict("warn" if capacity else "fail",
+                       f"batch of {size}: {pending} of {size} sandbox pods still Pending after "
+                       f"{report.get('ready_timeout_s')} s; scheduler: {top[:300]}{more}; {ready} Ready"
+                       + (f" ({timing})" if ready else ""),
+                       value=ready, unit="pods", expected=limit.expected(), evidence=evidence, params=params)
+    if b.get("delete_error"):
+        return Verdict("warn", f"batch of {size}: all {ready} Ready ({timing}) but the batch's delete failed: "
+                               f"{str(b['delete_error'])[:300]}", value=ready, unit="pods",
+                       expected=limit.expected(), evidence=evidence, params=params)
+    if ready < size or b.get("ready_max_s") is None:
+        return Verdict("fail", f"batch of {size}: only {ready} of {size} sandbox pods were created and Ready",
+                       value=ready, unit="pods", expected=limit.expected(), evidence=evidence, params=params)
+    status = baselines.grade(float(b["ready_max_s"]), limit)
+    text = f"batch of {size}: all {size} sandbox pods Ready ({timing})"
+    if status != "pass":
+        text += f"; the slowest expected within {limit.warn} s"
+    return Verdict(status, text, value=ready, unit="pods", expected=limit.expected(), evidence=evidence,
+                   params=params)
+
+
+@check("orchestration.k8s.sandbox_batches")
+def sandbox_batches(ctx: Context) -> list[Verdict]:
+    report = read_sandbox(ctx)
+    limit = ctx.reference(AREA, "orchestration.k8s.sandbox_batches")
+    verdicts = [_batch_verdict(ctx, report, b, limit) for b in report["batches"]]
+    if report.get("api_error"):
+        # the batch the API failed on says nothing about the cluster: an error, not its Pending count
+        last = report["batches"][-1]
+        verdicts[-1] = Verdict("error", f"batch of {last.get('batch')}: the API failed during the batch: "
+                                        f"{str(report['api_error'])[:300]}", evidence=verdicts[-1].evidence,
+                               params=verdicts[-1].params)
+    done = {int(b.get("batch") or 0) for b in report["batches"]}
+    cut = report.get("interrupted") or report.get("api_error")
+    for size in report.get("batches_planned") or []:
+        if int(size) not in done:
+            verdicts.append(Verdict("skip", f"batch of {size} not run: the run stopped earlier"
+                                    + (f" ({str(cut)[:300]})" if cut else " (a batch's delete failed)"),
+                                    params={**ctx.params, "batch": int(size)}))
+    return verdicts

@@ -675,6 +675,11 @@ SIM_BENCHMARK_VARS: dict[str, Any] = {
     # Kubernetes churn: three GPU pods in turn, seconds to be Ready or deleted (a stuck delete is found in 5 s)
     "clustereval_orchestration_k8s_rounds": 3, "clustereval_orchestration_k8s_ready_timeout_s": 30,
     "clustereval_orchestration_k8s_delete_timeout_s": 5,
+    # Kubernetes sandbox batches: two that fit and one that cannot (16 pods of 40 CPUs on nodes of 222 allocatable)
+    "clustereval_orchestration_k8s_sandbox_batches": [2, 4, 16], "clustereval_orchestration_k8s_sandbox_cpu": "40",
+    "clustereval_orchestration_k8s_sandbox_ready_timeout_s": 8,
+    "clustereval_orchestration_k8s_sandbox_delete_timeout_s": 10,
+    "clustereval_orchestration_k8s_sandbox_tolerate": ["nvidia.com/gpu"],  # the simulated nodes are all GPU nodes
 }
 
 
