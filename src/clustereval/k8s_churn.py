@@ -38,11 +38,12 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 import sys
 import time
 from datetime import datetime
 from typing import Any
+
+from clustereval.k8s_pods import Interrupted, json_of, kubectl_run
 
 RUN_LABEL = "clustereval/churn"
 TERMINAL = ("Succeeded", "Failed")
@@ -128,29 +129,6 @@ def allocation(nodes_doc: dict[str, Any], pods_doc: dict[str, Any], node: str | 
 
 # ----------------------------------------------------------------------------------------- the kubectl flow
 
-class _Interrupted(Exception):
-    pass
-
-
-def _kubectl(args: list[str], kubectl: list[str], stdin: str | None = None, timeout: float = 60) -> dict[str, Any]:
-    try:
-        proc = subprocess.run([*kubectl, *args], input=stdin, capture_output=True, text=True, timeout=timeout)
-        return {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
-    except subprocess.TimeoutExpired:
-        return {"rc": 124, "stdout": "", "stderr": f"kubectl {' '.join(args[:3])} timed out after {timeout} s"}
-    except OSError as exc:
-        return {"rc": 127, "stdout": "", "stderr": f"kubectl: {exc}"}
-
-
-def _json(result: dict[str, Any]) -> dict[str, Any] | None:
-    if result["rc"] != 0:
-        return None
-    try:
-        return json.loads(result["stdout"])
-    except ValueError:
-        return None
-
-
 def _error(result: dict[str, Any], what: str) -> str:
     return (result["stderr"] or result["stdout"]).strip() or f"kubectl {what} gave no JSON"
 
@@ -161,13 +139,13 @@ def one_round(index: int, manifest: dict[str, Any], kubectl: list[str], gpu_reso
     name, namespace = manifest["metadata"]["name"], manifest["metadata"]["namespace"]
     ns = ["-n", namespace]
     record: dict[str, Any] = {"round": index, "pod": name}
-    created = _kubectl(["create", *ns, "-f", "-"], kubectl, stdin=json.dumps(manifest))
+    created = kubectl_run(["create", *ns, "-f", "-"], kubectl, stdin=json.dumps(manifest))
     if created["rc"] != 0:
         return record, _error(created, "create")
     deadline = time.monotonic() + ready_timeout_s
     pod: dict[str, Any] = {}
     while True:
-        got = _json(_kubectl(["get", "pod", name, *ns, "-o", "json"], kubectl))
+        got = json_of(kubectl_run(["get", "pod", name, *ns, "-o", "json"], kubectl))
         if got is not None:
             pod = got
             timing = pod_timing(pod)
@@ -179,11 +157,11 @@ def one_round(index: int, manifest: dict[str, Any], kubectl: list[str], gpu_reso
             break
         time.sleep(poll_s)
     record.update(pod_timing(pod) if pod else {})
-    nodes = _json(_kubectl(["get", "nodes", "-o", "json"], kubectl)) or {}
-    pods = _json(_kubectl(["get", "pods", "-A", "-o", "json"], kubectl)) or {}
+    nodes = json_of(kubectl_run(["get", "nodes", "-o", "json"], kubectl)) or {}
+    pods = json_of(kubectl_run(["get", "pods", "-A", "-o", "json"], kubectl)) or {}
     record.update(allocation(nodes, pods, record.get("node"), gpu_resource))
     t0 = time.monotonic()
-    deleted = _kubectl(["delete", "pod", name, *ns, "--wait=true", f"--timeout={int(delete_timeout_s)}s"], kubectl,
+    deleted = kubectl_run(["delete", "pod", name, *ns, "--wait=true", f"--timeout={int(delete_timeout_s)}s"], kubectl,
                        timeout=delete_timeout_s + 30)
     record["delete_s"] = round(time.monotonic() - t0, 3)
     record["delete_hung"] = deleted["rc"] != 0 and "timed out" in (deleted["stderr"] + deleted["stdout"])
@@ -199,7 +177,7 @@ def run(run_id: str, image: str, rounds: int = 20, namespace: str = "default", g
                               "rounds_planned": rounds, "api_error": None, "interrupted": False, "rounds": []}
 
     def interrupted(signum, frame):
-        raise _Interrupted(signal.Signals(signum).name)
+        raise Interrupted(signal.Signals(signum).name)
 
     previous = {s: signal.signal(s, interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -213,12 +191,12 @@ def run(run_id: str, image: str, rounds: int = 20, namespace: str = "default", g
                 break
             if record.get("delete_hung"):
                 break  # a hung delete: more rounds would only add terminating pods
-    except _Interrupted as exc:
+    except Interrupted as exc:
         report["interrupted"] = str(exc)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        report["cleanup"] = _kubectl(["delete", "pods", "-n", namespace, "-l", f"{RUN_LABEL}={run_id}",
+        report["cleanup"] = kubectl_run(["delete", "pods", "-n", namespace, "-l", f"{RUN_LABEL}={run_id}",
                                       "--ignore-not-found", "--wait=false"], kubectl)
     return report
 
@@ -303,12 +281,12 @@ def one_batch(size: int, run_id: str, image: str, namespace: str, cpu: str, memo
     items = [sandbox_pod_manifest(f"{run_id}-b{size}-{i}", run_id, size, image, namespace, cpu, memory, tolerate)
              for i in range(size)]
     record: dict[str, Any] = {"batch": size, "created": 0, "ready": 0, "pending": size, "pending_reasons": {}}
-    created = _kubectl(["create", *ns, "-f", "-"], kubectl, timeout=120,
+    created = kubectl_run(["create", *ns, "-f", "-"], kubectl, timeout=120,
                        stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
     error = _error(created, "create") if created["rc"] != 0 else None
     deadline, pods = time.monotonic() + ready_timeout_s, None
     while error is None:
-        got = _json(_kubectl(["get", "pods", *ns, "-l", selector, "-o", "json"], kubectl))
+        got = json_of(kubectl_run(["get", "pods", *ns, "-l", selector, "-o", "json"], kubectl))
         if got is not None:
             pods = got
             if len(got.get("items") or []) >= size and all(pod_timing(p)["start_s"] is not None
@@ -319,13 +297,13 @@ def one_batch(size: int, run_id: str, image: str, namespace: str, cpu: str, memo
             break
         time.sleep(poll_s)
     if pods is not None:
-        events = _json(_kubectl(["get", "events", *ns, "--field-selector", "reason=FailedScheduling", "-o",
+        events = json_of(kubectl_run(["get", "events", *ns, "--field-selector", "reason=FailedScheduling", "-o",
                                  "json"], kubectl)) or {}
         record.update(batch_summary(size, pods, events))
     elif error is None:
         error = "kubectl get pods of the batch gave no JSON"
     t0 = time.monotonic()
-    deleted = _kubectl(["delete", "pods", *ns, "-l", selector, "--ignore-not-found", "--wait=true",
+    deleted = kubectl_run(["delete", "pods", *ns, "-l", selector, "--ignore-not-found", "--wait=true",
                         f"--timeout={int(delete_timeout_s)}s"], kubectl, timeout=delete_timeout_s + 30)
     record["delete_s"] = round(time.monotonic() - t0, 3)
     record["delete_error"] = (deleted["stderr"] or "").strip()[:1000] if deleted["rc"] != 0 else None
@@ -342,7 +320,7 @@ def run_sandbox(run_id: str, image: str, batches: list[int], namespace: str = "d
                               "batches": []}
 
     def interrupted(signum, frame):
-        raise _Interrupted(signal.Signals(signum).name)
+        raise Interrupted(signal.Signals(signum).name)
 
     previous = {s: signal.signal(s, interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -355,12 +333,12 @@ def run_sandbox(run_id: str, image: str, batches: list[int], namespace: str = "d
                 break
             if record.get("delete_error"):
                 break  # a batch that would not go away: the next one would be judged on a full cluster
-    except _Interrupted as exc:
+    except Interrupted as exc:
         report["interrupted"] = str(exc)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        report["cleanup"] = _kubectl(["delete", "pods", "-n", namespace, "-l", f"{SANDBOX_LABEL}={run_id}",
+        report["cleanup"] = kubectl_run(["delete", "pods", "-n", namespace, "-l", f"{SANDBOX_LABEL}={run_id}",
                                       "--ignore-not-found", "--wait=false"], kubectl)
     return report
 

@@ -138,11 +138,11 @@ def stuck(report: dict[str, Any]) -> bool:
 
 # ----------------------------------------------------------------------------------------- the kubectl flow
 
-class _Interrupted(Exception):
-    pass
+class Interrupted(Exception):
+    """SIGINT or SIGTERM during a kubectl flow: its clean-up still runs."""
 
 
-def _kubectl(args: list[str], kubectl: list[str], stdin: str | None = None, timeout: float = 60) -> dict[str, Any]:
+def kubectl_run(args: list[str], kubectl: list[str], stdin: str | None = None, timeout: float = 60) -> dict[str, Any]:
     try:
         proc = subprocess.run([*kubectl, *args], input=stdin, capture_output=True, text=True, timeout=timeout)
         return {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr}
@@ -152,7 +152,7 @@ def _kubectl(args: list[str], kubectl: list[str], stdin: str | None = None, time
         return {"rc": 127, "stdout": "", "stderr": f"kubectl: {exc}"}
 
 
-def _json(result: dict[str, Any]) -> dict[str, Any] | None:
+def json_of(result: dict[str, Any]) -> dict[str, Any] | None:
     if result["rc"] != 0:
         return None
     try:
@@ -180,12 +180,12 @@ def run(manifest: dict[str, Any], kubectl: list[str] | None = None, timeout_s: f
                               "api_error": None, "timed_out": False, "interrupted": False, "pods": []}
 
     def interrupted(signum, frame):
-        raise _Interrupted(signal.Signals(signum).name)
+        raise Interrupted(signal.Signals(signum).name)
 
     previous = {s: signal.signal(s, interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
     pods_doc: dict[str, Any] | None = None
     try:
-        applied = _kubectl(["apply", *ns, "-f", "-"], kubectl, stdin=json.dumps(manifest))
+        applied = kubectl_run(["apply", *ns, "-f", "-"], kubectl, stdin=json.dumps(manifest))
         report["apply"] = applied
         if applied["rc"] != 0:
             report["api_error"] = (applied["stderr"] or applied["stdout"]).strip()
@@ -193,8 +193,8 @@ def run(manifest: dict[str, Any], kubectl: list[str] | None = None, timeout_s: f
         deadline = time.monotonic() + timeout_s
         stuck_since: float | None = None
         while True:
-            got = _kubectl(["get", "pods", *ns, "-l", selector, "-o", "json"], kubectl)
-            doc = _json(got)
+            got = kubectl_run(["get", "pods", *ns, "-l", selector, "-o", "json"], kubectl)
+            doc = json_of(got)
             if doc is None:
                 report["api_error"] = (got["stderr"] or got["stdout"]).strip() or "kubectl get pods gave no JSON"
             else:
@@ -210,7 +210,7 @@ def run(manifest: dict[str, Any], kubectl: list[str] | None = None, timeout_s: f
                 elif len(states) >= expected and any(s["started"] is None and s["phase"] == "Pending"
                                                      and s["node"] for s in states):
                     # a pod bound to a node that waits in ContainerCreating: the events say whether it is stuck
-                    events = _json(_kubectl(["get", "events", *ns, "-o", "json"], kubectl)) or {}
+                    events = json_of(kubectl_run(["get", "events", *ns, "-o", "json"], kubectl)) or {}
                     if all(stuck(r) or r["phase"] in ("Succeeded", "Failed") for r in pod_reports(doc, events)):
                         stuck_since = stuck_since or time.monotonic()
                         if time.monotonic() - stuck_since >= stuck_s:
@@ -223,20 +223,20 @@ def run(manifest: dict[str, Any], kubectl: list[str] | None = None, timeout_s: f
                 report["timed_out"] = True
                 break
             time.sleep(poll_s)
-        events = _json(_kubectl(["get", "events", *ns, "-o", "json"], kubectl)) or {"items": []}
+        events = json_of(kubectl_run(["get", "events", *ns, "-o", "json"], kubectl)) or {"items": []}
         logs = {}
         for pod in (pods_doc or {}).get("items") or []:
             state = pod_state(pod)
             if state["started"] is not None:
-                logs[state["name"]] = _kubectl(["logs", state["name"], *ns], kubectl)["stdout"]
+                logs[state["name"]] = kubectl_run(["logs", state["name"], *ns], kubectl)["stdout"]
         report["pods"] = pod_reports(pods_doc or {}, events, logs)
-    except _Interrupted as exc:
+    except Interrupted as exc:
         report["interrupted"] = str(exc)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        report["deleted"] = _kubectl(["delete", "job", name, *ns, "--ignore-not-found", "--wait=false"], kubectl)
-        _kubectl(["delete", "pods", *ns, "-l", selector, "--ignore-not-found", "--wait=false"], kubectl)
+        report["deleted"] = kubectl_run(["delete", "job", name, *ns, "--ignore-not-found", "--wait=false"], kubectl)
+        kubectl_run(["delete", "pods", *ns, "-l", selector, "--ignore-not-found", "--wait=false"], kubectl)
     return report
 
 
