@@ -1,7 +1,8 @@
 """The burn-in's own measurement overhead: GEMM throughput with the sampler running vs without it (issue R:
 "within 2%").
 
-Usage: python benchmarks/burnin_overhead.py [--repeat N] [--duration-s S] [--size N] [--pin] [--interval-ms MS]
+Usage: python benchmarks/burnin_overhead.py [--repeat N] [--duration-s S] [--size N] [--pin] [--threads N]
+       [--interval-ms MS]
 Needs root, the simulated cluster's Debian packages (`make install`) and PyTorch in this checkout's .venv.
 
 On node1 of a one-node reference cluster, over plain ssh, the burn-in GEMM program
@@ -75,6 +76,7 @@ def environment(args: argparse.Namespace) -> dict[str, str]:
         "CLUSTEREVAL_FIELDS": ",".join(TELEMETRY_DEFAULTS["clustereval_telemetry_fields"]),
         "CLUSTEREVAL_INTERVAL_MS": str(args.interval_ms),
         "CLUSTEREVAL_INTERVAL_S": str(BURNIN_DEFAULTS["clustereval_burnin_counters_interval_s"]),
+        **({"OMP_NUM_THREADS": str(args.threads)} if args.threads else {}),
     }
 
 
@@ -133,11 +135,14 @@ def main() -> int:
     parser.add_argument("--interval-ms", type=int,
                         default=int(TELEMETRY_DEFAULTS["clustereval_telemetry_interval_ms"]),
                         help="nvidia-smi -lms interval (the telemetry role's default)")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="OMP_NUM_THREADS for the GEMM (with --pin, 1: one thread on the node's one core, so a "
+                             "sampler wakeup costs its CPU time and does not stall a second thread at a barrier)")
     parser.add_argument("--pin", action="store_true",
                         help="the node's processes on the last CPU, this script on the others")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="clustereval-burnin-", dir="/tmp"))
-    out: dict = {"repeat": args.repeat, "duration_s": args.duration_s, "size": args.size,
+    out: dict = {"repeat": args.repeat, "duration_s": args.duration_s, "size": args.size, "threads": args.threads,
                  "interval_ms": args.interval_ms, "pairs": []}
     started = time.monotonic()
     try:
