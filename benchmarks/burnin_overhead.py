@@ -32,8 +32,9 @@ GEMM this is the most the sampler can take from it, and unlike the ratio it does
 noise.
 
 Measured (2-core VM shared with other work, --pin, 4 pairs of 40 s, 1024^3 float32): pair ratios 0.86-1.14
-with the bare side alone spreading 9 %: the ratio cannot resolve 2 % here. The sampler itself used 0.2-0.3 %
-of one CPU (0.02 s of CPU per 10 s at -lms 1000). Cost: about 2 s to bring the cluster up, then
+with the bare side alone spreading 13 %: the ratio cannot resolve 2 % here (median ratio 0.969). With
+--threads 1 on a quiet machine (4 pairs of 30 s): median ratio 0.995, pairs 0.93-1.17. The sampler itself used
+0.10-0.23 % of one CPU (0.04-0.07 s of CPU per 30-40 s at -lms 1000). Cost: about 2 s to bring the cluster up, then
 (duration + ~3 s) per run; the default 4 pairs of 40 s take about 6 minutes. Prints one line per pair, then
 one JSON summary line.
 """
