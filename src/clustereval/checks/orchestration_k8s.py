@@ -25,23 +25,30 @@ AREA = "orchestration"
 PROBE = "orchestration_k8s_churn"
 
 
-def read_report(ctx: Context) -> dict[str, Any]:
+def _runner_report(ctx: Context, probe_name: str, runner: str, items: str) -> dict[str, Any]:
+    """The controller-side runner's JSON report, with ``items`` a list; a harness other than Kubernetes or no
+    kubectl is a skip, no report or an API that could not be reached the harness's fault."""
     if ctx.options.get("harness") not in (None, "k8s"):
         raise Skip(f"not a Kubernetes cluster (harness {ctx.options.get('harness')})")
-    probe = ctx.raw(PROBE)
+    probe = ctx.raw(probe_name)
     if probe.get("missing") or probe.get("rc") == 127:
         raise Skip("`kubectl` is not installed on the controller")
     try:
         report = json.loads(probe.get("stdout") or "")
     except ValueError:
         detail = (probe.get("stderr") or probe.get("stdout") or "no output").strip().splitlines()
-        raise HarnessError(f"the churn runner printed no report (exit {probe.get('rc')}): "
+        raise HarnessError(f"the {runner} runner printed no report (exit {probe.get('rc')}): "
                            f"{(detail[-1] if detail else '')[:300]}") from None
-    if not isinstance(report, dict) or not isinstance(report.get("rounds"), list):
-        raise HarnessError("the churn runner's report has no rounds list")
+    if not isinstance(report, dict) or not isinstance(report.get(items), list):
+        raise HarnessError(f"the {runner} runner's report has no {items} list")
     error = str(report.get("api_error") or "")
     if error and any(m in error.lower() for m in UNREACHABLE):
         raise HarnessError(f"the Kubernetes API could not be used from the controller: {error[:400]}")
+    return report
+
+
+def read_report(ctx: Context) -> dict[str, Any]:
+    report = _runner_report(ctx, PROBE, "churn", "rounds")
     if report.get("interrupted") and not report["rounds"]:
         raise HarnessError(f"the churn run was interrupted ({report['interrupted']}) before its first round")
     return report
@@ -161,22 +168,8 @@ CAPACITY = ("Insufficient cpu", "Insufficient memory", "Insufficient pods", "Too
 
 
 def read_sandbox(ctx: Context) -> dict[str, Any]:
-    if ctx.options.get("harness") not in (None, "k8s"):
-        raise Skip(f"not a Kubernetes cluster (harness {ctx.options.get('harness')})")
-    probe = ctx.raw(SANDBOX_PROBE)
-    if probe.get("missing") or probe.get("rc") == 127:
-        raise Skip("`kubectl` is not installed on the controller")
-    try:
-        report = json.loads(probe.get("stdout") or "")
-    except ValueError:
-        detail = (probe.get("stderr") or probe.get("stdout") or "no output").strip().splitlines()
-        raise HarnessError(f"the sandbox runner printed no report (exit {probe.get('rc')}): "
-                           f"{(detail[-1] if detail else '')[:300]}") from None
-    if not isinstance(report, dict) or not isinstance(report.get("batches"), list):
-        raise HarnessError("the sandbox runner's report has no batches list")
+    report = _runner_report(ctx, SANDBOX_PROBE, "sandbox", "batches")
     error = str(report.get("api_error") or "")
-    if error and any(m in error.lower() for m in UNREACHABLE):
-        raise HarnessError(f"the Kubernetes API could not be used from the controller: {error[:400]}")
     if not report["batches"]:
         raise HarnessError("the sandbox runner ran no batch" + (f" ({error[:300]})" if error else "")
                            + (f"; interrupted ({report['interrupted']})" if report.get("interrupted") else ""))
