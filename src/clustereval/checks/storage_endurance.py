@@ -9,12 +9,12 @@ burst credit is spent, a p99 that climbs while the load holds, and errors that a
 
 from __future__ import annotations
 
-import errno
 from statistics import fmean
 from typing import Any
 
 from clustereval import baselines
 from clustereval.checks import Context, Skip, Verdict, check
+from clustereval.checks.storage_tiers import errno_name
 
 PROBE = "storage_tier_endurance"
 # One file per tier and check (each check's verdicts share it; only the first carries the rows, so a file holds
@@ -153,11 +153,6 @@ def endurance_tail_latency(ctx: Context) -> list[Verdict]:
     return verdicts
 
 
-def _errno(code: int) -> str:
-    name = errno.errorcode.get(int(code))
-    return f"{name} ({code})" if name else f"error {code}"
-
-
 @check("storage.endurance.errors")
 def endurance_errors(ctx: Context) -> list[Verdict]:
     """Per tier: I/O errors fio met in any interval, a fio that exited non-zero or printed nothing readable, and
@@ -175,7 +170,7 @@ def endurance_errors(ctx: Context) -> list[Verdict]:
         evidence = {"errors": failed, "fio_failures": broken, "intervals": len(tier["intervals"]),
                     "complete": tier.get("complete", True)}
         if failed:
-            shown = ", ".join(f"{_errno(i['error'])} in {i['phase']} at {i['clients']} clients, {i['t_s']} s in"
+            shown = ", ".join(f"{errno_name(i['error'])} in {i['phase']} at {i['clients']} clients, {i['t_s']} s in"
                               for i in failed[:6])
             verdicts.append(Verdict("fail", f"I/O errors under sustained load on {_where(tier)}: {shown}"
                                     + (f" (+{len(failed) - 6} more)" if len(failed) > 6 else ""), len(failed),

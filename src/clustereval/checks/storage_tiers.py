@@ -99,7 +99,7 @@ def _sequential(ctx: Context, check_id: str, direction: str) -> list[Verdict]:
             continue
         evidence = {"job": point["job"], "tier": {k: v for k, v in tier.items() if k != "points"}, "point": point}
         if point["error"]:
-            verdicts.append(Verdict("fail", f"{direction} on {_where(tier)} failed: {_errno(point['error'])}",
+            verdicts.append(Verdict("fail", f"{direction} on {_where(tier)} failed: {errno_name(point['error'])}",
                                     point["bw_mbps"], "MB/s", lim.expected(), evidence, params=params))
             continue
         status = baselines.grade(point["bw_mbps"], lim)
@@ -212,7 +212,8 @@ def tier_buffered_tail(ctx: Context) -> list[Verdict]:
     return verdicts
 
 
-def _errno(code: int) -> str:
+def errno_name(code: int) -> str:
+    """fio's error code as the errno name a person reads (``EIO (5)``)."""
     name = errno.errorcode.get(int(code))
     return f"{name} ({code})" if name else f"error {code}"
 
@@ -227,7 +228,7 @@ def tier_errors(ctx: Context) -> list[Verdict]:
         failed = [p for p in tier["points"] if p["error"]]
         evidence = {"errors": failed, "fio_exit": tier.get("fio_exit"), "points": len(tier["points"])}
         if failed:
-            shown = ", ".join(f"{_errno(p['error'])} in {p['job']} at {p['clients']} clients" for p in failed[:6])
+            shown = ", ".join(f"{errno_name(p['error'])} in {p['job']} at {p['clients']} clients" for p in failed[:6])
             verdicts.append(Verdict("fail", f"I/O errors on {_where(tier)}: {shown}"
                                     + (f" (+{len(failed) - 6} more)" if len(failed) > 6 else ""), len(failed),
                                     "points", evidence=evidence, params=params))
