@@ -36,7 +36,8 @@ def sim_cluster(root: Path, profile: str, nodes: int = 2) -> dict[str, str]:
     for tool, source in k8s.SHIMS.items():
         shutil.copy(SHIMS / source, bin_dir / tool)
         (bin_dir / tool).chmod(0o755)
-    shutil.copy(SHIMS / "k8s_live.py", bin_dir / "k8s_live.py")  # live nodes and pods (D/k8s/cluster.json)
+    for module in ("k8s_live.py", "k8s_volumes.py"):  # live nodes and pods (D/k8s/cluster.json), the volumes
+        shutil.copy(SHIMS / module, bin_dir / module)
     for index in range(1, nodes + 1):
         name = f"node{index}"
         tree = Tree()

@@ -1542,6 +1542,12 @@ def down(directory: str | Path) -> dict[str, Any]:
 K8S_API_HOST = "node1"  # whose kubeconfig (API file) the host's kubectl uses, as the audit's clustereval_k8s_api_host
 
 
+def k8s_api_file(directory: str | Path, api_host: str = K8S_API_HOST) -> Path:
+    """The API file of the node whose kubeconfig the host's kubectl uses (it may not exist)."""
+    return _paths(Path(directory).resolve())["nodes"] / api_host / "overlay" / k8s_overlay.API_DIR.lstrip("/") \
+        / "api.json"
+
+
 def kubectl_env(directory: str | Path, api_host: str = K8S_API_HOST) -> dict[str, str]:
     """What a process on the host (the controller) needs to run the cluster's ``kubectl``: ``PATH`` with
     ``D/k8s/bin`` first (holding only ``kubectl`` and ``helm``, links to ``D/shims/kubectl`` and ``D/shims/helm``,
@@ -1549,7 +1555,7 @@ def kubectl_env(directory: str | Path, api_host: str = K8S_API_HOST) -> dict[str
     (``D/nodes/node1/overlay/etc/clustereval-sim-k8s/api.json``). Returns just those two variables: merge them over
     ``os.environ`` (``{**os.environ, **kubectl_env(D)}``). Raises SimError on a cluster without Kubernetes."""
     directory = Path(directory).resolve()
-    api = _paths(directory)["nodes"] / api_host / "overlay" / k8s_overlay.API_DIR.lstrip("/") / "api.json"
+    api = k8s_api_file(directory, api_host)
     if not api.exists():
         raise SimError(f"no Kubernetes API in {directory} (node {api_host} has no {api.name}): bring the cluster up "
                        "with a profile that sets cluster: {k8s: {enabled: true}}, e.g. k8s-reference")

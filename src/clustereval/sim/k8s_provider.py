@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from clustereval.sim import cluster
-from clustereval.sim.overlays._k8s_profile import node_taints
+from clustereval.sim.overlays._k8s_profile import node_taints, pod_and_volume_latency
 
 if TYPE_CHECKING:
     from clustereval.sim.power import Bmc, Node
@@ -46,14 +46,34 @@ XID = re.compile(r"NVRM: Xid \([^)]*\): (\d+)")
 RING_PREFIX = re.compile(r"^\[\s*\d+\.\d+\]\s*")
 
 
-def _load_live() -> Any:
-    spec = importlib.util.spec_from_file_location("k8s_live", cluster.SHIM_SOURCES / "k8s_live.py")
+def _load_shim_module(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, cluster.SHIM_SOURCES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
 
 
-live = _load_live()
+live = _load_shim_module("k8s_live")
+volumes = _load_shim_module("k8s_volumes")
+# what the kubelet runs first in the pod's own mount namespace (unshare): each claim's backing directory
+# bind-mounted at its mountPath; a mount point that does not exist is made on a tmpfs laid over its nearest
+# existing parent (inside the pod only, as a container's rootfs would have it), never on the node's /
+MOUNT_SCRIPT = r"""wd=$1; shift; fresh=
+while [ "$1" != -- ]; do
+  src=$1 dst=$2; shift 2
+  if [ ! -d "$dst" ]; then
+    top=$dst; while [ ! -d "$top" ]; do top=$(dirname "$top"); done
+    case " $fresh " in *" $top "*) ;; *)
+      [ "$top" != / ] || { echo "kubelet: cannot make the mount point $dst" >&2; exit 128; }
+      mount -t tmpfs -o mode=0755,size=1m clustereval-mountpoints "$top" || exit 128
+      fresh="$fresh $top";;
+    esac
+    mkdir -p "$dst" || exit 128
+  fi
+  mount --bind "$src" "$dst" || exit 128
+done
+shift; cd "$wd" || exit 128; exec "$@"
+"""
 
 
 def enabled(bmc: Bmc) -> bool:
@@ -64,7 +84,11 @@ def _container_id(key: str) -> str:
     return "containerd://" + hashlib.sha256(f"{key}/{time.time_ns()}".encode()).hexdigest()
 
 
-def _pod_conditions(now: float, ready: bool, reason: str | None = None) -> list[dict[str, Any]]:
+def _pod_conditions(now: float, ready: bool, reason: str | None = None,
+                    pod: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The kubelet's pod conditions at ``now``; PodScheduled keeps the time the scheduler bound ``pod``."""
+    scheduled = next((c.get("lastTransitionTime") for c in ((pod or {}).get("status") or {}).get("conditions") or []
+                      if c.get("type") == "PodScheduled" and c.get("status") == "True"), None)
     out = []
     for kind in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"):
         cond: dict[str, Any] = {"lastProbeTime": None, "lastTransitionTime": live.stamp(now), "status": "True",
@@ -75,6 +99,8 @@ def _pod_conditions(now: float, ready: bool, reason: str | None = None) -> list[
                 cond["reason"] = reason
         if kind == "PodReadyToStartContainers" and not ready and reason == "PodCompleted":
             cond["status"] = "False"
+        if kind == "PodScheduled" and scheduled:
+            cond["lastTransitionTime"] = scheduled
         out.append(cond)
     return out
 
@@ -109,6 +135,11 @@ class Kubernetes:
         self.procs: dict[str, tuple[subprocess.Popen, str]] = {}
         self.term_sent: dict[str, float] = {}
         self.agent = {name: {"flag": None, "since": 0.0, "next": 0.0, "working": False} for name in self.nodes}
+        # the claims and volumes live with the API the host's kubectl uses; the profile's latencies (k8s.latency)
+        self.api_file = cluster.k8s_api_file(bmc.directory)
+        first = self.nodes.get(cluster.K8S_API_HOST) or next(iter(self.nodes.values()), None)
+        self.latency = pod_and_volume_latency((first.boot["settings"].get("k8s") or {}) if first else {})
+        self.creating: dict[str, float] = {}  # pod -> when the kubelet began creating its container
         (bmc.directory / "k8s" / "pods").mkdir(parents=True, exist_ok=True)
 
     # ------------------------------------------------------------------------------------- loop
@@ -126,17 +157,29 @@ class Kubernetes:
         now = time.time()
         up = {name: self.kubelet_up(node) for name, node in self.nodes.items()}
         events: list[tuple[str, str, dict[str, Any]]] = []
-        with live.lock(self.dir):
-            doc = live.load(self.dir)
-            changed = False
-            for name in self.nodes:
-                changed |= self.node_status(doc, name, up[name], now, events)
-            bound, placed = live.schedule(self.dir, doc, now)  # default-scheduler: bind pods without a node
-            events.extend((node, "pod_scheduled", {"pod": key}) for node, key in placed)
-            changed |= bound
-            changed |= self.kubelets(doc, up, now, events)
-            if changed:
-                live.save(self.dir, doc)
+        with contextlib.ExitStack() as stack:
+            api = None
+            if self.api_file.exists():  # the claims' lock before the pods', as kubectl takes them
+                stack.enter_context(volumes.state_lock(str(self.api_file)))
+                api = volumes.load_api(str(self.api_file))
+            binding = volumes.VolumeBinding(api) if api else None
+            with live.lock(self.dir):
+                doc = live.load(self.dir)
+                changed = False
+                for name in self.nodes:
+                    changed |= self.node_status(doc, name, up[name], now, events)
+                # default-scheduler: bind pods without a node
+                bound, placed = live.schedule(self.dir, doc, now, binding, self.latency["pod_schedule_s"])
+                events.extend((node, "pod_scheduled", {"pod": key}) for node, key in placed)
+                changed |= bound
+                changed |= self.kubelets(doc, up, now, events, api)
+                if changed:
+                    live.save(self.dir, doc)
+            if api is not None:  # the PV controller, the provisioners, pvc-protection
+                for claim, node in binding.selected:
+                    volumes.select_node(api, claim, node, self.dir, now)
+                if volumes.settle(api, doc.get("pods") or [], self.dir, now) or binding.selected:
+                    volumes.save_state(api, str(self.api_file))
         for node, event, fields in events:
             cluster.record_event(self.bmc.directory, node, event, **fields)
         self.agents(up, now)
@@ -173,7 +216,7 @@ class Kubernetes:
 
     # ------------------------------------------------------------------------------------- pods
     def kubelets(self, doc: dict[str, Any], up: dict[str, bool], now: float,
-                 events: list[tuple[str, str, dict[str, Any]]]) -> bool:
+                 events: list[tuple[str, str, dict[str, Any]]], api: dict[str, Any] | None = None) -> bool:
         runtime = doc.setdefault("runtime", {})
         changed = False
         present = set()
@@ -205,7 +248,14 @@ class Kubernetes:
                     self.signal(held[0], signal.SIGKILL)
                 continue
             if pod["status"].get("phase") == "Pending" and up[name] and held is None and key not in runtime:
-                self.start(pod, key, name, runtime, now, events, doc)
+                # the container starts once its claims are bound (their volumes mounted) and pod_start_s passed
+                mounts = volumes.pod_mounts(api, pod, self.dir) if api else []
+                since = self.creating.setdefault(key, now)
+                if mounts is None or now - since < self.latency["pod_start_s"]:
+                    changed |= self.container_creating(doc, pod, name, since)
+                    continue
+                self.creating.pop(key, None)
+                self.start(pod, key, name, runtime, now, events, doc, mounts)
                 changed = True
         for key in [k for k in self.procs if k not in present]:  # force-deleted: the kubelet kills what is left
             proc, node = self.procs.pop(key)
@@ -221,7 +271,8 @@ class Kubernetes:
             os.killpg(proc.pid, signum)
 
     def start(self, pod: dict[str, Any], key: str, name: str, runtime: dict[str, Any], now: float,
-              events: list[tuple[str, str, dict[str, Any]]], doc: dict[str, Any] | None = None) -> None:
+              events: list[tuple[str, str, dict[str, Any]]], doc: dict[str, Any] | None = None,
+              mounts: list[tuple[str, str]] | None = None) -> None:
         container = pod["spec"]["containers"][0]
         if doc is not None and live.pod_networks(pod):
             failed = live.sandbox_error(pod, name, live.nads(self.dir))
@@ -245,7 +296,7 @@ class Kubernetes:
         sshd = self.bmc.sshd_pid(name)
         if not argv or not sshd:
             why = "the simulated kubelet runs a container's command and args only" if not argv else "node is down"
-            pod["status"] = {**status, "phase": "Failed", "conditions": _pod_conditions(now, False, "PodFailed"),
+            pod["status"] = {**status, "phase": "Failed", "conditions": _pod_conditions(now, False, "PodFailed", pod),
                              "containerStatuses": [{**base, "ready": False, "started": False, "state": {
                                  "terminated": {"containerID": cid, "exitCode": 128, "finishedAt": live.stamp(now),
                                                 "message": why, "reason": "StartError",
@@ -257,14 +308,21 @@ class Kubernetes:
                "KUBERNETES_SERVICE_PORT_HTTPS": "443"}
         env.update({str(e.get("name")): _env_value(e, pod, address, pod_ip) for e in container.get("env") or []
                     if e.get("name")})
+        confined = ["setpriv", "--bounding-set", cluster.NODE_DROPPED_CAPS, "--", *argv]
+        workdir = str(container.get("workingDir") or "/")
+        if mounts:  # the pod's own mount namespace with its volumes, then the container's command
+            mounted = [p for pair in mounts for p in pair]
+            entry = ["--wd=/", "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", MOUNT_SCRIPT, "sh",
+                     workdir, *mounted, "--", *confined]
+        else:
+            entry = [f"--wd={workdir}", *confined]
         with open(log, "ab") as out:
             proc = subprocess.Popen(
-                ["nsenter", "-t", str(sshd), "--mount", "--uts", f"--wd={container.get('workingDir') or '/'}",
-                 "setpriv", "--bounding-set", cluster.NODE_DROPPED_CAPS, "--", *argv],
+                ["nsenter", "-t", str(sshd), "--mount", "--uts", *entry],
                 env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self.procs[key] = (proc, name)
         runtime[key]["pid"] = proc.pid
-        pod["status"] = {**status, "phase": "Running", "conditions": _pod_conditions(now, True),
+        pod["status"] = {**status, "phase": "Running", "conditions": _pod_conditions(now, True, None, pod),
                          "containerStatuses": [{**base, "ready": True, "started": True,
                                                 "state": {"running": {"startedAt": live.stamp(now)}}}]}
         events.append((name, "pod_started", {"pod": key, "pid": proc.pid, "command": argv}))
@@ -273,12 +331,23 @@ class Kubernetes:
                    now: float, events: list[tuple[str, str, dict[str, Any]]], failed: tuple[str, str]) -> None:
         """A pod whose sandbox network cannot be set up: Pending, its container waiting in ContainerCreating,
         the kubelet's FailedCreatePodSandBox and Multus's NoNetworkFound events (not retried)."""
+        runtime[key] = {"started": now, "sandbox_error": failed[0]}
+        self.container_creating(doc, pod, name, now)
+        live.event(doc, pod, "Warning", "NoNetworkFound", failed[1], "multus", now=now)
+        live.event(doc, pod, "Warning", "FailedCreatePodSandBox", failed[0], "kubelet", host=name, now=now)
+        events.append((name, "pod_sandbox_failed", {"pod": key, "error": failed[1]}))
+
+    def container_creating(self, doc: dict[str, Any], pod: dict[str, Any], name: str, since: float) -> bool:
+        """The pod as the kubelet shows it while its container is being created (its sandbox, its volumes):
+        Pending, the container waiting in ContainerCreating; False when it already shows that."""
+        waiting = ((pod["status"].get("containerStatuses") or [{}])[0].get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") == "ContainerCreating":
+            return False
         container = pod["spec"]["containers"][0]
         node_info = (cluster._read_state(self.bmc.directory) or {}).get("nodes", {}).get(name, {})
         address = node_info.get("address", "")
-        runtime[key] = {"started": now, "sandbox_error": failed[0]}
         unready = f"containers with unready status: [{container.get('name')}]"
-        conditions = _pod_conditions(now, False, "ContainersNotReady")
+        conditions = _pod_conditions(since, False, "ContainersNotReady", pod)
         for cond in conditions:
             if cond["type"] == "PodReadyToStartContainers":
                 cond["status"] = "False"
@@ -289,11 +358,9 @@ class Kubernetes:
             "ready": False, "restartCount": 0, "started": False,
             "state": {"waiting": {"reason": "ContainerCreating"}}}],
             "hostIP": address, "hostIPs": [{"ip": address}], "phase": "Pending",
-            "qosClass": pod["status"].get("qosClass", "BestEffort"), "startTime": live.stamp(now)}
+            "qosClass": pod["status"].get("qosClass", "BestEffort"), "startTime": live.stamp(since)}
         pod["metadata"]["resourceVersion"] = live.next_version(doc)
-        live.event(doc, pod, "Warning", "NoNetworkFound", failed[1], "multus", now=now)
-        live.event(doc, pod, "Warning", "FailedCreatePodSandBox", failed[0], "kubelet", host=name, now=now)
-        events.append((name, "pod_sandbox_failed", {"pod": key, "error": failed[1]}))
+        return True
 
     def finish(self, pod: dict[str, Any], returncode: int, now: float,
                events: list[tuple[str, str, dict[str, Any]]], name: str) -> None:
@@ -306,7 +373,7 @@ class Kubernetes:
             "containerID": statuses[0].get("containerID"), "exitCode": code, "finishedAt": live.stamp(now),
             "reason": "Completed" if code == 0 else "Error", "startedAt": started}})
         status.update(phase=phase, containerStatuses=statuses,
-                      conditions=_pod_conditions(now, False, "PodCompleted" if code == 0 else "PodFailed"))
+                      conditions=_pod_conditions(now, False, "PodCompleted" if code == 0 else "PodFailed", pod))
         key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         events.append((name, "pod_finished", {"pod": key, "exit_code": code, "phase": phase}))
 

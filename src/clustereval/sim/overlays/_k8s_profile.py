@@ -15,7 +15,12 @@ ADMISSION_PLUGINS = ("ExtendedResourceToleration",)
 SETTINGS = {"enabled", "node_monitor_grace_s", "block", "cpus", "user", "lb_address", "cpu_manager_policy", "taints",
             "daemonset_tolerations", "namespaces", "network_policies", "admission_plugins",
             # finalizers added to every created pod, never cleared: a stuck delete (docs/sim.md)
-            "pod_finalizers"}
+            "pod_finalizers",
+            # seconds the scheduler, kubelet and volume provisioner take (LATENCY_KEYS; docs/sim.md)
+            "latency"}
+# k8s.latency keys: the scheduler binding a pod, the kubelet starting its container after that, the provisioner
+# creating a claim's volume, and deleting it after the claim is gone (shims/k8s_volumes.py knows the same keys)
+LATENCY_KEYS = ("pod_schedule_s", "pod_start_s", "pvc_provision_s", "pv_delete_s")
 TAINT = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_./]*)(?:=([-A-Za-z0-9_.]*))?:(NoSchedule|PreferNoSchedule|NoExecute)$")
 TOLERATION_KEYS = {"key", "operator", "value", "effect", "tolerationSeconds"}
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -48,6 +53,7 @@ def check_settings(k8s: dict[str, Any], daemonsets: tuple[str, ...] | dict[str, 
         names = [_check_policy(f"{where}[{i}]", p) for i, p in enumerate(policies or [])]
         if len(set(names)) != len(names):
             raise ProfileError(f"{where}: two NetworkPolicies have the same name")
+    pod_and_volume_latency(k8s)
     plugins = k8s.get("admission_plugins") or []
     if not isinstance(plugins, list) or set(plugins) - set(ADMISSION_PLUGINS):
         raise ProfileError(f"k8s.admission_plugins must be a list of {list(ADMISSION_PLUGINS)}")
@@ -95,3 +101,19 @@ def node_taints(k8s: dict[str, Any]) -> list[dict[str, str]]:
         key, value, effect = match.groups()
         taints.append({"effect": effect, "key": key, **({"value": value} if value is not None else {})})
     return taints
+
+
+def pod_and_volume_latency(k8s: dict[str, Any]) -> dict[str, float]:
+    """``k8s.latency`` as the API file and the power daemon take it: each key of LATENCY_KEYS, in seconds (0 when
+    not set)."""
+    latency = k8s.get("latency") or {}
+    if not isinstance(latency, dict):
+        raise ProfileError(f"k8s.latency must be a mapping with keys from {list(LATENCY_KEYS)}")
+    known_mapping("k8s.latency", latency, set(LATENCY_KEYS), error=ProfileError)
+    out = {}
+    for key in LATENCY_KEYS:
+        value = latency.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ProfileError(f"k8s.latency.{key} must be a number of seconds >= 0 (got {value!r})")
+        out[key] = float(value)
+    return out

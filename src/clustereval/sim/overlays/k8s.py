@@ -50,7 +50,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clustereval.sim.overlays._k8s_profile import check_settings, node_taints
+from clustereval.sim.overlays._k8s_profile import check_settings, node_taints, pod_and_volume_latency
 from clustereval.sim.profile import ProfileError
 
 SHIMS = {"kubectl": "kubectl.py", "helm": "helm.py"}
@@ -512,6 +512,8 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
             # finalizers the API server's (simulated) admission adds to every created pod; one nobody clears
             # leaves a deleted pod Terminating for ever (the stuck delete of orchestration.k8s.delete_hang)
             "pod_finalizers": [str(f) for f in k8s.get("pod_finalizers") or []],
+            # how long the provisioner takes to create and to delete a volume (shims/k8s_volumes.py)
+            "latency": pod_and_volume_latency(k8s),
             # DaemonSets whose pods fail on every node (the shim computes DaemonSet status from the nodes)
             "not_ready": sorted(down),
             "resources": resources, "objects": objects, "provisioners": provisioners,

@@ -14,6 +14,7 @@ The kubectl shim reads it with the static Node objects the k8s overlay renders (
 the node's boot id and lost GPUs; the power daemon writes the kubelet's and controllers' part.
 """
 
+import calendar
 import contextlib
 import fcntl
 import hashlib
@@ -537,9 +538,25 @@ def unschedulable_message(total, per_node):
     return _summary(total, reasons) + " preemption: " + _summary(total, preempt)
 
 
-def schedule(cluster_dir, doc, now=None):
+def _age(pod, now):
+    try:
+        return now - calendar.timegm(time.strptime(pod["metadata"].get("creationTimestamp") or "",
+                                                   "%Y-%m-%dT%H:%M:%SZ"))
+    except ValueError:
+        return float("inf")
+
+
+def _prefilter_message(total, reason):
+    """kube-scheduler's FitError for a pod a PreFilter plugin rejected: every node is out, preemption cannot help."""
+    return (f"0/{total} nodes are available: {reason}. preemption: 0/{total} nodes are available: {total} "
+            "Preemption is not helpful for scheduling.")
+
+
+def schedule(cluster_dir, doc, now=None, binding=None, delay=0.0):
     """Bind every Pending pod without a node (default-scheduler) to the first node by name whose filters pass,
-    or mark it Unschedulable (PodScheduled False with the FitError message, a FailedScheduling event).
+    or mark it Unschedulable (PodScheduled False with the FitError message, a FailedScheduling event). A pod is
+    considered ``delay`` seconds after its creation (the profile's k8s.latency.pod_schedule_s); ``binding``
+    (k8s_volumes.VolumeBinding) adds the VolumeBinding plugin's PreFilter and Filter and learns the bound pods.
     Returns ``(changed, [(node, pod key)])`` of the pods bound."""
     now = time.time() if now is None else now
     waiting = [p for p in doc.get("pods") or [] if not p["spec"].get("nodeName")
@@ -552,7 +569,14 @@ def schedule(cluster_dir, doc, now=None):
     bound = [p for p in doc.get("pods") or [] if _active(p)]
     changed, placed = False, []
     for pod in sorted(waiting, key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"])):
-        verdicts = [(node, *filter_node(pod, node, by_name, bound)) for node in nodes]
+        if delay > 0 and _age(pod, now) < delay:
+            continue
+        rejected = binding.prefilter(pod) if binding is not None else None
+        verdicts = [] if rejected else [(node, *filter_node(pod, node, by_name, bound)) for node in nodes]
+        if binding is not None:
+            verdicts = [(node, found, helps) if found or binding.filter(pod, node)
+                        else (node, ["node(s) had volume node affinity conflict"], False)
+                        for node, found, helps in verdicts]
         fits = [node for node, found, _ in verdicts if not found]
         meta = pod["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
@@ -567,9 +591,12 @@ def schedule(cluster_dir, doc, now=None):
                   now=now)
             bound.append(pod)
             placed.append((target, key))
+            if binding is not None:
+                binding.bind(pod, target)
             changed = True
             continue
-        message = unschedulable_message(len(nodes), [(found, helps) for _, found, helps in verdicts])
+        message = _prefilter_message(len(nodes), rejected) if rejected else \
+            unschedulable_message(len(nodes), [(found, helps) for _, found, helps in verdicts])
         old = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
         if old and old.get("message") == message:
             continue

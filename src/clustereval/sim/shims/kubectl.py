@@ -33,16 +33,13 @@ Answers what the audit asks, as kubectl prints it:
   ``persistentvolumeclaim "NAME" deleted``, ``Error from server (NotFound): persistentvolumeclaims "NAME" not
   found``, ``No resources found`` when a selector matches nothing.
 
-The controllers act at once: a created claim is admitted (no storageClassName: the default class's name),
-then, for an ``Immediate`` class whose provisioner the API file lists under ``provisioners`` (access
-modes it serves, and an ``error`` it fails with), Bound to a new PersistentVolume ``pvc-<uid>`` with the
-events the PV controller and the external provisioner record (ExternalProvisioning, Provisioning,
-ProvisioningSucceeded), or left Pending with a ``ProvisioningFailed`` warning; a ``WaitForFirstConsumer``
-class leaves it Pending with ``WaitForFirstConsumer``; a provisioner nobody runs only with
-ExternalProvisioning. Deleting a claim deletes its volume (reclaimPolicy Delete) or leaves it Released
-(Retain); events stay. The objects that change (``persistentvolumeclaims``, ``persistentvolumes``,
-``events``) live in ``state.json`` next to the API file (on a simulated node: in its overlay), written
-under a lock, so they persist from one kubectl call to the next and replace the API file's lists.
+The storage controllers (the PV controller, the provisioners the API file lists under ``provisioners``,
+pvc-protection) are ``k8s_volumes.py`` next to this script: a created claim is admitted and provisioned at once or
+after the profile's ``k8s.latency`` (the power daemon does the deferred part), a deleted claim a running pod mounts
+stays Terminating, its volume is deleted (reclaimPolicy Delete) or Released (Retain); events stay. The objects
+that change (``persistentvolumeclaims``, ``persistentvolumes``, ``events``) live in ``state.json`` next to the API
+file (on a simulated node: in its overlay), written under a lock, so they persist from one kubectl call to the
+next and replace the API file's lists.
 
 DaemonSets are placed as the DaemonSet controller places them (``daemon_placement``): on the nodes their
 nodeSelector matches whose NoSchedule/NoExecute taints their pod template's tolerations (plus the controller's own:
@@ -61,8 +58,6 @@ node, ``get pod``, ``logs``, ``delete pod`` (docs/sim.md, "Kubernetes drills").
 Without the API file it behaves like kubectl with no kubeconfig (connection to localhost:8080 refused).
 """
 
-import contextlib
-import fcntl
 import glob
 import hashlib
 import json
@@ -72,6 +67,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+import k8s_volumes as volumes
+
 try:  # the live nodes and pods of a simulated cluster (a module next to this one in <cluster>/shims)
     import k8s_live
 except ImportError:  # a lone copy of this script: the API file only
@@ -85,11 +82,7 @@ CLIENT_VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.4",
                   "platform": "linux/amd64"}
 KUSTOMIZE_VERSION = "v5.4.2"
 REFUSED = "The connection to the server localhost:8080 was refused - did you specify the right host or port?"
-STATE_FILE = "state.json"
-MUTABLE = ("persistentvolumeclaims", "persistentvolumes", "events")
-DEFAULT_CLASS = ("storageclass.kubernetes.io/is-default-class", "storageclass.beta.kubernetes.io/is-default-class")
 BUILTIN_NAMESPACES = ("default", "kube-node-lease", "kube-public", "kube-system")
-PV_CONTROLLER = "persistentvolume-controller"
 
 
 class KubectlError(Exception):
@@ -106,58 +99,18 @@ def api_path():
     return os.environ.get("CLUSTEREVAL_SIM_K8S_API") or API_FILE
 
 
-def state_path():
-    """The objects kubectl changed (claims, volumes, events): a JSON file next to the API file."""
-    return os.path.join(os.path.dirname(api_path()), STATE_FILE)
-
-
 def load_api():
     """The API file with the changed objects of ``state.json`` over its lists; None without an API."""
-    try:
-        with open(api_path()) as fh:
-            api = json.load(fh)
-            stat = os.fstat(fh.fileno())
-    except (OSError, ValueError):
-        return None
-    if not (isinstance(api, dict) and api.get("enabled", True)):
-        return None
-    try:
-        with open(state_path()) as fh:
-            state = json.load(fh)
-    except (OSError, ValueError):
-        state = {}
-    # the changes belong to this API file: one rendered anew (`sim up` again) starts from its own lists
-    api["api_stamp"] = f"{stat.st_ino}:{stat.st_mtime_ns}"
-    if state.get("api_stamp") != api["api_stamp"]:
-        state = {}
-    objects = api.setdefault("objects", {})
-    for key in MUTABLE:
-        if key in (state.get("objects") or {}):
-            objects[key] = state["objects"][key]
-    api["resource_version"] = int(state.get("resource_version") or 48300)
-    return api
+    return volumes.load_api(api_path())
 
 
 def save_state(api):
-    """Write the changed objects atomically (a reader never sees half a file)."""
-    path = state_path()
-    doc = {"api_stamp": api["api_stamp"], "resource_version": api["resource_version"],
-           "objects": {key: (api.get("objects") or {}).get(key) or [] for key in MUTABLE}}
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as fh:
-        json.dump(doc, fh, indent=1)
-    os.replace(tmp, path)
+    volumes.save_state(api, api_path())
 
 
-@contextlib.contextmanager
 def state_lock():
     """One writer at a time: read, change and write the state under an exclusive lock."""
-    with open(state_path() + ".lock", "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return volumes.state_lock(api_path())
 
 
 def cluster_dir():
@@ -603,20 +556,6 @@ def cmd_get(api, args, out, err):
     return 0
 
 
-def _now():
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _new_uid(*parts):
-    h = hashlib.sha256("/".join([*parts, repr(time.time_ns()), str(os.getpid())]).encode()).hexdigest()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
-
-
-def _next_version(api):
-    api["resource_version"] += 1
-    return str(api["resource_version"])
-
-
 def _namespaces(api):
     """The namespaces that exist: the Namespace objects, Kubernetes' own and those objects live in."""
     objects = api.get("objects") or {}
@@ -624,122 +563,6 @@ def _namespaces(api):
     for items in objects.values():
         found.update((o.get("metadata") or {}).get("namespace") for o in items or [])
     return found - {None}
-
-
-def _storage_classes(api):
-    return {(c.get("metadata") or {}).get("name"): c for c in (api.get("objects") or {}).get(
-        "storageclasses.storage.k8s.io") or []}
-
-
-def _is_default(cls):
-    annotations = (cls.get("metadata") or {}).get("annotations") or {}
-    return any(annotations.get(k) == "true" for k in DEFAULT_CLASS)
-
-
-def _event(api, claim, kind, reason, message, component):
-    meta = claim["metadata"]
-    now = _now()
-    return {"apiVersion": "v1", "count": 1, "eventTime": None, "firstTimestamp": now,
-            "involvedObject": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": meta["name"],
-                               "namespace": meta["namespace"], "resourceVersion": meta["resourceVersion"],
-                               "uid": meta["uid"]},
-            "kind": "Event", "lastTimestamp": now, "message": message,
-            "metadata": {"creationTimestamp": now, "name": "{}.{:x}".format(meta["name"], time.time_ns()),
-                         "namespace": meta["namespace"], "resourceVersion": _next_version(api),
-                         "uid": _new_uid("event", meta["name"], reason)},
-            "reason": reason, "reportingComponent": component, "reportingInstance": "",
-            "source": {"component": component}, "type": kind}
-
-
-def provision(api, claim):
-    """What the admission plugin, the PV controller and the external provisioner do with a new claim, at once."""
-    spec, meta = claim["spec"], claim["metadata"]
-    classes = _storage_classes(api)
-    events = []
-    claim["status"] = {"phase": "Pending"}
-    if "storageClassName" not in spec:  # DefaultStorageClass admission: the newest default class
-        defaults = sorted((c for c in classes.values() if _is_default(c)),
-                          key=lambda c: (c.get("metadata") or {}).get("creationTimestamp") or "")
-        if defaults:
-            spec["storageClassName"] = defaults[-1]["metadata"]["name"]
-    name = spec.get("storageClassName")
-    cls = classes.get(name)
-    if not name:
-        events.append(("Normal", "FailedBinding",
-                       "no persistent volumes available for this claim and no storage class is set", PV_CONTROLLER))
-    elif cls is None:
-        events.append(("Warning", "ProvisioningFailed", f'storageclass.storage.k8s.io "{name}" not found',
-                       PV_CONTROLLER))
-    elif cls.get("volumeBindingMode") == "WaitForFirstConsumer":
-        events.append(("Normal", "WaitForFirstConsumer", "waiting for first consumer to be created before binding",
-                       PV_CONTROLLER))
-    else:
-        provisioner = str(cls.get("provisioner") or "")
-        annotations = meta.setdefault("annotations", {})
-        annotations["volume.beta.kubernetes.io/storage-provisioner"] = provisioner
-        annotations["volume.kubernetes.io/storage-provisioner"] = provisioner
-        events.append(("Normal", "ExternalProvisioning",
-                       f"Waiting for a volume to be created either by the external provisioner '{provisioner}' or "
-                       "manually by the system administrator. If volume creation is delayed, please verify that the "
-                       "provisioner is running and correctly registered.", PV_CONTROLLER))
-        caps = (api.get("provisioners") or {}).get(provisioner)
-        if caps is not None:  # a provisioner runs for this class
-            component = "{}_{}_{}".format(provisioner, caps.get("pod") or "csi-controller-0", _new_uid(provisioner))
-            claim_ref = f'{meta["namespace"]}/{meta["name"]}'
-            events.append(("Normal", "Provisioning",
-                           f'External provisioner is provisioning volume for claim "{claim_ref}"', component))
-            modes = spec.get("accessModes") or []
-            error = caps.get("error")
-            if not error and not set(modes) <= set(caps.get("access_modes") or []):
-                error = (caps.get("unsupported")
-                         or "rpc error: code = InvalidArgument desc = volume capabilities not supported")
-            if error:
-                events.append(("Warning", "ProvisioningFailed",
-                               f'failed to provision volume with StorageClass "{name}": {error}', component))
-            else:
-                volume = "pvc-" + meta["uid"]
-                storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage", "1Gi")
-                api["objects"].setdefault("persistentvolumes", []).append(
-                    persistent_volume(api, claim, cls, volume, storage))
-                spec["volumeName"] = volume
-                annotations["pv.kubernetes.io/bind-completed"] = "yes"
-                annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
-                meta["finalizers"] = ["kubernetes.io/pvc-protection"]
-                claim["status"] = {"accessModes": list(modes), "capacity": {"storage": storage}, "phase": "Bound"}
-                events.append(("Normal", "ProvisioningSucceeded", f"Successfully provisioned volume {volume}",
-                               component))
-    meta.setdefault("finalizers", ["kubernetes.io/pvc-protection"])
-    meta["resourceVersion"] = _next_version(api)
-    api["objects"].setdefault("events", []).extend(_event(api, claim, *e) for e in events)
-
-
-def persistent_volume(api, claim, cls, volume, storage):
-    provisioner = str(cls.get("provisioner") or "")
-    params = cls.get("parameters") or {}
-    pv = {"apiVersion": "v1", "kind": "PersistentVolume",
-          "metadata": {"annotations": {"pv.kubernetes.io/provisioned-by": provisioner,
-                                       "volume.kubernetes.io/provisioner-deletion-secret-name": "",
-                                       "volume.kubernetes.io/provisioner-deletion-secret-namespace": ""},
-                       "creationTimestamp": _now(),
-                       "finalizers": ["external-provisioner.volume.kubernetes.io/finalizer",
-                                      "kubernetes.io/pv-protection"],
-                       "name": volume, "resourceVersion": _next_version(api), "uid": _new_uid("pv", volume)},
-          "spec": {"accessModes": list(claim["spec"].get("accessModes") or []), "capacity": {"storage": storage},
-                   "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                                "name": claim["metadata"]["name"], "namespace": claim["metadata"]["namespace"],
-                                "resourceVersion": claim["metadata"].get("resourceVersion", ""),
-                                "uid": claim["metadata"]["uid"]},
-                   "csi": {"driver": provisioner, "volumeAttributes": {**{str(k): str(v) for k, v in params.items()},
-                                                                        "subdir": volume},
-                           "volumeHandle": "{}#{}#{}##".format(params.get("server", ""),
-                                                              str(params.get("share", "")).lstrip("/"), volume)},
-                   "persistentVolumeReclaimPolicy": cls.get("reclaimPolicy") or "Delete",
-                   "storageClassName": claim["spec"]["storageClassName"],
-                   "volumeMode": claim["spec"].get("volumeMode") or "Filesystem"},
-          "status": {"lastPhaseTransitionTime": _now(), "phase": "Bound"}}
-    if cls.get("mountOptions"):
-        pv["spec"]["mountOptions"] = list(cls["mountOptions"])
-    return pv
 
 
 # ----------------------------------------------------------------------------------------- YAML manifests
@@ -1011,11 +834,11 @@ def cmd_create(api, args, out, err, stdin=None, verb="create"):
                              if not ((spec.get("resources") or {}).get("requests") or {}).get("storage") else ""))
             continue
         spec.setdefault("volumeMode", "Filesystem")
-        meta.update(namespace=namespace, creationTimestamp=_now(), uid=_new_uid(namespace, name),
-                    resourceVersion=_next_version(api))
+        meta.update(namespace=namespace, creationTimestamp=volumes.now_stamp(), uid=volumes.new_uid(namespace, name),
+                    resourceVersion=volumes.next_version(api))
         claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
         claims.append(claim)
-        provision(api, claim)
+        volumes.admit(api, claim, cluster_dir())
         out.write(f"persistentvolumeclaim/{name} created\n")
     save_state(api)
     if errors:
@@ -1027,7 +850,7 @@ def cmd_apply(api, args, out, err, stdin=None):
     return cmd_create(api, args, out, err, stdin, verb="apply")
 
 
-def cmd_delete(api, args, out, err, stdin=None):
+def cmd_delete(api, args, out, err, stdin=None, after=None):
     positional, flags = parse_flags(args)
     if not positional:
         raise KubectlError("error: You must provide one or more resources by argument or filename.\nExample resource "
@@ -1060,7 +883,9 @@ def cmd_delete(api, args, out, err, stdin=None):
     if denied(api, "delete", res) and targets:
         message = forbidden(api, "delete", res, namespace)  # a delete names the object it was refused
         raise KubectlError(message.replace(" is forbidden:", f' "{targets[0]}" is forbidden:', 1))
-    errors, found = [], 0
+    errors, found, terminating = [], 0, []
+    # pvc-protection: a claim a pod that has not ended still mounts stays Terminating until that pod is gone
+    pods = (live_doc().get("pods") or []) if res["kind"] == "PersistentVolumeClaim" else []
     for name in targets:
         match = [o for o in objects if here(o) and o["metadata"].get("name") == name]
         if not match:
@@ -1069,28 +894,34 @@ def cmd_delete(api, args, out, err, stdin=None):
             found += 1  # kubectl counts a named resource before the API answers NotFound
             continue
         found += 1
-        objects.remove(match[0])
-        if res["kind"] == "PersistentVolumeClaim":
-            release_volume(api, match[0])
+        if res["kind"] != "PersistentVolumeClaim":
+            objects.remove(match[0])
+        elif not volumes.delete_claim(api, match[0], pods, cluster_dir()):
+            terminating.append(name)
         out.write('{} "{}" deleted\n'.format(res["kind"].lower(), name))
     if found == 0:
         out.write("No resources found\n")
     save_state(api)
+    if terminating and flags["wait"] and after is not None:  # waited for once the state lock is released
+        after.append(lambda: wait_claims_gone(namespace, terminating, _duration(flags["timeout"])))
     if errors:
         raise KubectlError("\n".join(errors))
     return 0
 
 
-def release_volume(api, claim):
-    """The claim's volume after the claim is gone: deleted (reclaimPolicy Delete) or Released (Retain)."""
-    volume = (claim.get("spec") or {}).get("volumeName")
-    volumes = api["objects"].setdefault("persistentvolumes", [])
-    for pv in [v for v in volumes if (v.get("metadata") or {}).get("name") == volume]:
-        if (pv.get("spec") or {}).get("persistentVolumeReclaimPolicy") == "Retain":
-            pv["status"] = {"lastPhaseTransitionTime": _now(), "phase": "Released"}
-            pv["metadata"]["resourceVersion"] = _next_version(api)
-        else:
-            volumes.remove(pv)
+def wait_claims_gone(namespace, names, timeout):
+    """``--wait``: poll the API until the claims are gone (their pods ended and pvc-protection let them go)."""
+    deadline = time.monotonic() + (timeout if timeout > 0 else 7 * 24 * 3600)
+    while True:
+        api = load_api() or {}
+        there = {c["metadata"].get("name") for c in (api.get("objects") or {}).get("persistentvolumeclaims") or []
+                 if c["metadata"].get("namespace") == namespace}
+        left = [n for n in names if n in there]
+        if not left:
+            return 0
+        if time.monotonic() >= deadline:
+            raise KubectlError("error: timed out waiting for the condition on persistentvolumeclaims/" + left[0])
+        time.sleep(WAIT_POLL_S)
 
 
 # ----------------------------------------------------------------------------------------- nodes and pods
@@ -1289,7 +1120,7 @@ def pod_object(api, doc, manifest, namespace):
                   *(f for f in api.get("pod_finalizers") or [] if f not in (meta.get("finalizers") or []))]
     if finalizers:
         meta["finalizers"] = finalizers
-    meta.update(namespace=namespace, creationTimestamp=live.stamp(), uid=_new_uid(namespace, meta["name"]),
+    meta.update(namespace=namespace, creationTimestamp=live.stamp(), uid=volumes.new_uid(namespace, meta["name"]),
                 resourceVersion=live.next_version(doc))
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
             "status": {"phase": "Pending", "qosClass": _qos(containers)}}
@@ -1735,8 +1566,14 @@ def main(argv, out=sys.stdout, err=sys.stderr, stdin=None):
         if args[0] in MUTATING:
             if load_api() is None:
                 raise KubectlError(REFUSED)
+            after = [] if args[0] == "delete" else None
             with state_lock():  # read, change and write the claims as one step
-                return command(load_api(), args[1:], out, err, stdin=stdin or sys.stdin)
+                rc = command(load_api(), args[1:], out, err, stdin=stdin or sys.stdin,
+                             **({"after": after} if after is not None else {}))
+            out.flush()
+            for step in after or []:  # waits for the controllers, which need the lock
+                rc = step() or rc
+            return rc
         api = load_api()
         if api is None and args[0] != "version":
             raise KubectlError(REFUSED)
