@@ -7,11 +7,13 @@ import calendar
 import copy
 import importlib.util
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from clustereval.checks import Context
+from clustereval.checks import Context, probe_catalogue
 from clustereval.parsers import ParseError, parse
 from clustereval.parsers.s3bench import merge, quantile
 from tests.helpers import judge_many
@@ -437,3 +439,18 @@ def test_a_stopped_sweep_reports_its_levels_and_errors_the_rest():
     results = judge("storage.object.throughput", fleet(data, other))
     assert one(results, operation="put", concurrency=1)["status"] == "pass"
     assert "MemoryError" in one(results, operation="put", concurrency=2)["summary"]
+
+
+@pytest.mark.parametrize("probe", ["object_storage_bench", "object_storage_endurance"])
+def test_the_probe_cleanup_removes_the_benchmarks_private_directory_and_nothing_else(tmp_path, probe):
+    """After a Ctrl-C the role's removal task never runs: the probe's cleanup (run by the probe runner when the
+    collection is cut short) removes the clustereval-s3.* directory; a script elsewhere keeps its directory."""
+    cleanup = probe_catalogue.load()[probe]["cleanup"]
+    private, other = tmp_path / "clustereval-s3.ab12cd", tmp_path / "elsewhere"
+    for folder in (private, other):
+        folder.mkdir()
+    (other / "clustereval_s3bench.py").write_text("raise SystemExit(0)\n")
+    for script in (private / "clustereval_s3bench.py", other / "clustereval_s3bench.py"):
+        subprocess.run(["/bin/sh", "-c", cleanup], env={**os.environ, "CLUSTEREVAL_SCRIPT": str(script)},
+                       check=False, timeout=30)
+    assert not private.exists() and (other / "clustereval_s3bench.py").exists()
