@@ -34,7 +34,7 @@ class LoadedMesh(Mesh):
         return out
 
     def judge_loaded(self, run_dir: Path, overrides: dict[str, Any] | None = None,
-                     idle: bool = False) -> dict[str, list[dict[str, Any]]]:
+                     idle: bool = False, load: str | None = None) -> dict[str, list[dict[str, Any]]]:
         per_host = {}
         for host in self.hosts:
             rundir.keep_probe_outputs(str(run_dir), host, self.records(host))
@@ -46,7 +46,7 @@ class LoadedMesh(Mesh):
         for check_id in CHECKS:
             ctx = Context(subject="_cluster", params=dict(VARIANT), host_facts=per_host, host_probes=host_probes,
                           options={"baseline_overrides": PINNED if overrides is None else overrides,
-                                   "harness": "standalone"},
+                                   "harness": "standalone", **({"burnin_load": load} if load else {})},
                           facts=facts.for_subject(per_host, "_cluster"))
             out[check_id] = checks.evaluate_many(check_id, ctx, RUN)
             for result in out[check_id]:
@@ -67,6 +67,17 @@ def test_a_healthy_mesh_under_load_passes_every_pair_and_says_it_was_loaded(tmp_
     assert one["artifacts"] == ["raw/n1/burnin-frontend-iperf3-to-n2.txt", "raw/n1/burnin-frontend-route.txt"]
     assert one["series"][0]["path"] == "series/_cluster/burnin-frontend-tcp.csv"
     assert by_subject(out["burnin.frontend.rtt"])["n3->n2"]["value"] == 0.039
+
+
+def test_a_partial_load_warns_at_best_and_names_the_part_that_ran(tmp_path):
+    # clustereval_burnin_load=gpu: only the GEMMs ran beside the mesh; a healthy pair is not a pass under load
+    out = LoadedMesh(["n1", "n2"]).judge_loaded(tmp_path, overrides={}, load="gpu")
+    for check_id in CHECKS:
+        assert set(statuses(out[check_id]).values()) == {"warn"}, check_id
+        for result in out[check_id]:
+            assert result["summary"].endswith("(only the burn-in's GEMMs on every node ran: "
+                                              "clustereval_burnin_load=gpu)"), result["summary"]
+            assert result["evidence"]["under"] == "the burn-in's GEMMs on every node"
 
 
 def test_the_loaded_records_are_judged_not_the_idle_mesh_of_the_same_run(tmp_path):
