@@ -680,6 +680,9 @@ SIM_BENCHMARK_VARS: dict[str, Any] = {
     "clustereval_orchestration_k8s_sandbox_ready_timeout_s": 8,
     "clustereval_orchestration_k8s_sandbox_delete_timeout_s": 10,
     "clustereval_orchestration_k8s_sandbox_tolerate": ["nvidia.com/gpu"],  # the simulated nodes are all GPU nodes
+    "clustereval_orchestration_k8s_pvc_rounds": 3, "clustereval_orchestration_k8s_pvc_write_mib": 4,
+    "clustereval_orchestration_k8s_pvc_bind_timeout_s": 20, "clustereval_orchestration_k8s_pvc_pod_timeout_s": 20,
+    "clustereval_orchestration_k8s_pvc_cleanup_timeout_s": 10,
 }
 
 
