@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """clustereval collective loop: large-message collectives over every node, again and again, for a duration.
 
-One process per node (mpirun from the first node; rank and world size from the launcher's environment).
-NCCL where CUDA sees a GPU, gloo otherwise. all_to_all is ``all_to_all_single`` (gloo has no list
-all_to_all); all_gather and reduce_scatter are the ``*_tensor`` forms. Every operation is waited on with
+One process per GPU on every node (mpirun from the first node; rank, local rank and world size from the
+launcher's environment; the local rank picks the GPU). NCCL where CUDA sees a GPU, gloo otherwise. all_to_all is
+``all_to_all_single`` (gloo has no list all_to_all); all_gather and reduce_scatter are the ``*_tensor`` forms.
+Every operation is waited on with
 ``--op-timeout-s``: a hang becomes an ``error`` line with ``timeout: true`` and the loop ends (a process group
 that timed out cannot be trusted again), rather than a job stuck for hours.
 

@@ -667,6 +667,8 @@ SIM_BENCHMARK_VARS: dict[str, Any] = {
     "clustereval_burnin_op_timeout_s": 30,
     # front-end mesh under load: 2 s of iperf3 and 5 pings per pair
     "clustereval_burnin_frontend_duration_s": 2, "clustereval_burnin_frontend_ping_count": 5,
+    # the burn-in's collective loop: one rank per node (the shim's 8 GPUs are this host's 2 cores)
+    "clustereval_burnin_collective_ranks_per_node": 1,
     # object storage endurance: 6 s of the mixed load in 2 s samples, two workers, 64 KiB objects
     "clustereval_object_storage_endurance_duration_s": 6, "clustereval_object_storage_endurance_interval_s": 2,
     "clustereval_object_storage_endurance_concurrency": 2, "clustereval_object_storage_endurance_object_kib": 64,
