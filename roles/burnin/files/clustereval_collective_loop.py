@@ -4,9 +4,8 @@
 One process per GPU on every node (mpirun from the first node; rank, local rank and world size from the
 launcher's environment; the local rank picks the GPU). NCCL where CUDA sees a GPU, gloo otherwise. all_to_all is
 ``all_to_all_single`` (gloo has no list all_to_all); all_gather and reduce_scatter are the ``*_tensor`` forms.
-Every operation is waited on with
-``--op-timeout-s``: a hang becomes an ``error`` line with ``timeout: true`` and the loop ends (a process group
-that timed out cannot be trusted again), rather than a job stuck for hours.
+Every operation is waited on with ``--op-timeout-s``: a hang becomes an ``error`` line with ``timeout: true`` and
+the loop ends (a process group that timed out cannot be trusted again), rather than a job stuck for hours.
 
 Rank 0 prints JSON lines (the contract is ``clustereval/parsers/collective_loop.py``)::
 
