@@ -57,7 +57,7 @@ def test_the_network_load_alone_runs_no_gemm_and_every_result_says_so(tmp_path):
                             "-e", f"clustereval_out={run_dir}", timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert not (run_dir / "raw" / "node1" / "burnin-frontend-load" / "gemm.out").exists()
-    assert '"event": "op"' in (run_dir / "raw" / "node1" / "burnin-frontend-load" / "collective.out").read_text()
+    assert '"event": "window"' in (run_dir / "raw" / "node1" / "burnin-frontend-load" / "collective.out").read_text()
     found = [r for r in load_result_list(run_dir) if r["check"] == "burnin.frontend.loss"]
     assert len(found) == 2 and all(r["status"] in ("warn", "fail") for r in found), [r["summary"] for r in found]
     assert all(r["summary"].endswith("clustereval_burnin_load=network)") for r in found), found[0]["summary"]

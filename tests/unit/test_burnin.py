@@ -48,11 +48,19 @@ def test_gemm_parser_keeps_what_a_truncated_output_holds():
             parsers.parse("burnin-gemm", bad)
 
 
-def test_collective_loop_parser_reads_ops_and_a_hang():
+def test_collective_loop_parser_reads_windows_per_op_lines_and_a_hang():
+    windows = parsers.parse("collective-loop", capture("loop-gloo-windows.jsonl"))
+    assert windows["complete"] and windows["windows"] == 12 and windows["ops"] == sum(
+        r["ops"] for r in windows["rows"]) > 1000
+    first = windows["rows"][0]
+    assert (first["collective"], first["ops"], first["wrong"], first["first_iteration"]) == ("all_to_all", 202, 0, 1)
+    assert first["busbw_min_gbps"] <= first["busbw_gbps"] <= first["busbw_max_gbps"]
+    # --window-s 0: one line per operation, each read as a window of one
     parsed = parsers.parse("collective-loop", capture("loop-gloo.jsonl"))
-    assert parsed["complete"] and parsed["ops"] > 30 and not parsed["errors"]
+    assert parsed["complete"] and parsed["ops"] == parsed["windows"] > 30 and not parsed["errors"]
     assert {r["collective"] for r in parsed["rows"]} == {"all_to_all", "all_gather", "reduce_scatter"}
-    assert all(r["correct"] and r["backend"] == "gloo" for r in parsed["rows"])
+    assert all(r["ops"] == 1 and r["wrong"] == 0 and r["backend"] == "gloo" for r in parsed["rows"])
+    assert all(r["busbw_min_gbps"] == r["busbw_gbps"] == r["busbw_max_gbps"] for r in parsed["rows"])
     hang = parsers.parse("collective-loop", capture("loop-gloo-hang.jsonl"))
     assert not hang["complete"] and hang["errors"][0]["timeout"] and "Timed out" in hang["errors"][0]["message"]
     truncated = parsers.parse("collective-loop", capture("loop-gloo.jsonl")[:700])
@@ -187,6 +195,36 @@ def test_collective_checks(tmp_path):
     sustained = judge(tmp_path / "f", "burnin.collective.errors", session="sustained", load="gpu",
                       collective=capture("loop-gloo.jsonl"))
     assert sustained[0]["status"] == "pass"  # the load setting is the burn-in's, not the sustained run's
+
+
+def windows(values: list[tuple[int, float]], wrong: int = 0) -> str:
+    """Window lines of all_to_all: (operations, mean busbw) each, 0.01 s per operation."""
+    return "".join(json.dumps({"event": "window", "timestamp": "2026-12-02T12:00:00.000+00:00",
+                               "collective": "all_to_all", "bytes": 1 << 28, "ops": n, "seconds": n * 0.01,
+                               "busbw_gbps": v, "busbw_min_gbps": v * 0.9, "busbw_max_gbps": v * 1.1,
+                               "wrong": wrong if i == 0 else 0, "first_iteration": 1, "last_iteration": n,
+                               "world_size": 16, "backend": "nccl"}) + "\n" for i, (n, v) in enumerate(values))
+
+
+def test_collective_windows_are_judged_on_their_time_weighted_mean_and_their_spread(tmp_path):
+    real = judge(tmp_path / "a", "burnin.collective.bandwidth", collective=capture("loop-gloo-windows.jsonl"))
+    assert {r["params"]["collective"] for r in real} == {"all_to_all", "all_gather", "reduce_scatter"}
+    one = next(r for r in real if r["params"]["collective"] == "all_to_all")
+    assert one["evidence"]["windows"] == 4 and one["evidence"]["runs"] == 702
+    assert one["evidence"]["min_gbps"] == 0.0056 and one["evidence"]["max_gbps"] > one["value"]
+    steady = judge(tmp_path / "b", "burnin.collective.bandwidth", collective=windows([(200, 40.0)] * 10))
+    assert steady[0]["status"] == "pass" and steady[0]["value"] == 40.0, steady[0]["summary"]
+    assert "over 2000 runs in 10 windows" in steady[0]["summary"]
+    # the last window, cut short by the end of the run, is not a slow window
+    tail = judge(tmp_path / "c", "burnin.collective.bandwidth", collective=windows([(200, 40.0)] * 9 + [(3, 4.0)]))
+    assert tail[0]["status"] == "pass", tail[0]["summary"]
+    # windows where the fabric stalled (few operations, low bandwidth) in the middle of the run: a fail, and the
+    # slowest operation is the minimum
+    stall = judge(tmp_path / "d", "burnin.collective.bandwidth",
+                  collective=windows([(200, 40.0)] * 5 + [(2, 4.0)] * 2 + [(200, 40.0)] * 3))
+    assert stall[0]["status"] == "fail" and "min 3.600" in stall[0]["summary"], stall[0]["summary"]
+    wrong = judge(tmp_path / "e", "burnin.collective.errors", collective=windows([(200, 40.0)] * 3, wrong=2))
+    assert wrong[0]["status"] == "fail" and wrong[0]["summary"] == "2 of 600 collective results were wrong"
 
 
 def test_counters(tmp_path):

@@ -7,10 +7,15 @@ launcher's environment; the local rank picks the GPU). NCCL where CUDA sees a GP
 Every operation is waited on with ``--op-timeout-s``: a hang becomes an ``error`` line with ``timeout: true`` and
 the loop ends (a process group that timed out cannot be trusted again), rather than a job stuck for hours.
 
-Rank 0 prints JSON lines (the contract is ``clustereval/parsers/collective_loop.py``)::
+Rank 0 prints JSON lines (the contract is ``clustereval/parsers/collective_loop.py``): one ``window`` line per
+collective every ``--window-s`` (an 8-hour run on NCCL does hundreds of operations a second: one line each would be
+gigabytes), with the window's operation count, summed seconds, mean/min/max bus bandwidth and wrong results::
 
-    {"event": "op", "timestamp": "...", "iteration": 12, "collective": "all_to_all", "bytes": 67108864,
-     "seconds": 0.0021, "busbw_gbps": 28.1, "world_size": 2, "backend": "gloo", "correct": true}
+    {"event": "window", "timestamp": "...", "collective": "all_to_all", "bytes": 67108864, "ops": 412,
+     "seconds": 1.98, "busbw_gbps": 28.1, "busbw_min_gbps": 25.3, "busbw_max_gbps": 29.0, "wrong": 0,
+     "first_iteration": 1, "last_iteration": 412, "world_size": 16, "backend": "nccl"}
+
+(``--window-s 0``: one ``op`` line per operation instead, with ``seconds``, ``busbw_gbps`` and ``correct``),
 
 a ``start`` line first, ``error`` lines (``collective``, ``message``, ``timeout``) and a ``done`` line last,
 also after SIGTERM or SIGINT.
@@ -37,6 +42,35 @@ def emit(**fields) -> None:
 def now() -> str:
     # timezone.utc, not datetime.UTC: the node's Python may be older than 3.11.
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")  # noqa: UP017
+
+
+class Window:
+    """One collective's operations since the last report: count, time, bus bandwidth range, wrong results."""
+
+    def __init__(self) -> None:
+        self.ops, self.seconds, self.wrong = 0, 0.0, 0
+        self.low = self.high = self.first = self.last = None
+
+    def add(self, iteration: int, seconds: float, busbw: float | None, correct: bool) -> None:
+        self.ops += 1
+        self.seconds += seconds
+        self.wrong += 0 if correct else 1
+        self.first = iteration if self.first is None else self.first
+        self.last = iteration
+        if busbw is not None:
+            self.low = busbw if self.low is None else min(self.low, busbw)
+            self.high = busbw if self.high is None else max(self.high, busbw)
+
+    def emit(self, collective: str, size: int, factor: float, world: int, backend: str) -> None:
+        if not self.ops:
+            return
+        mean = size * self.ops / self.seconds / 1e9 * factor if self.seconds > 0 else None
+        emit(event="window", timestamp=now(), collective=collective, bytes=size, ops=self.ops,
+             seconds=round(self.seconds, 6), busbw_gbps=None if mean is None else round(mean, 4),
+             busbw_min_gbps=None if self.low is None else round(self.low, 4),
+             busbw_max_gbps=None if self.high is None else round(self.high, 4), wrong=self.wrong,
+             first_iteration=self.first, last_iteration=self.last, world_size=world, backend=backend)
+        self.__init__()
 
 
 def env_int(*names: str, default: int | None = None) -> int | None:
@@ -75,6 +109,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--collectives", default=",".join(COLLECTIVES))
     p.add_argument("--bytes", type=int, default=256 << 20, help="bytes of each rank's output buffer")
     p.add_argument("--op-timeout-s", type=float, default=300)
+    p.add_argument("--window-s", type=float, default=10, help="seconds per reported window (0: every operation)")
     args = p.parse_args(argv)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda num, _frame: STOP.update(signal=signal.Signals(num).name))
@@ -106,8 +141,11 @@ def main(argv: list[str]) -> int:
         emit(event="start", timestamp=now(), tool="clustereval-collective-loop", torch=torch.__version__,
              backend=backend, world_size=world, collectives=collectives, settings=vars(args))
     factor = (world - 1) / world  # nccl-tests' bus factor of all three collectives
+    size = per * world * 4
+    windows = {c: Window() for c in collectives}
     status, iteration = 0, 0
-    deadline = time.monotonic() + args.duration_s
+    window_start = time.monotonic()
+    deadline = window_start + args.duration_s
     # Every rank agrees when to stop (the deadline or a signal on any rank): one rank leaving the loop on
     # its own clock would leave its peers waiting in a collective it never joins.
     flag = torch.zeros(1, dtype=torch.int32, device=device)
@@ -141,13 +179,23 @@ def main(argv: list[str]) -> int:
                 status = 1
                 break
             seconds = time.perf_counter() - t0
-            if rank == 0:
-                size = per * world * 4
-                busbw = size / seconds / 1e9 * factor if seconds > 0 else None
+            if rank != 0:
+                continue
+            busbw = size / seconds / 1e9 * factor if seconds > 0 else None
+            if args.window_s <= 0:
                 emit(event="op", timestamp=now(), iteration=iteration, collective=collective, bytes=size,
                      seconds=round(seconds, 6), busbw_gbps=None if busbw is None else round(busbw, 4),
                      world_size=world, backend=backend, correct=right())
+                continue
+            windows[collective].add(iteration, seconds, busbw, right())
+        # a window closes between iterations, so every collective's window covers the same iterations
+        if rank == 0 and args.window_s > 0 and time.monotonic() - window_start >= args.window_s:
+            for name, window in windows.items():
+                window.emit(name, size, factor, world, backend)
+            window_start = time.monotonic()
     if rank == 0:
+        for name, window in windows.items():  # the last, partial window (also after an error or a signal)
+            window.emit(name, size, factor, world, backend)
         emit(event="done", timestamp=now(), iterations=iteration, stopped=STOP["signal"] or (
             "error" if status else "duration"))
     if status == 0:

@@ -195,65 +195,86 @@ def drift(ctx: Context) -> list[Verdict]:
 
 # ------------------------------------------------------------------ collectives
 def collective_rows(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(op rows, error rows) of the collective stream."""
-    ops, errors = [], []
+    """(window rows, error rows) of the collective stream (a per-operation line is a window of one)."""
+    windows, errors = [], []
     for row in _session(ctx).rows(COLLECTIVE):
-        (errors if row.get("kind") == "error" else ops).append(row)
-    return ops, errors
+        (errors if row.get("kind") == "error" else windows).append(row)
+    return windows, errors
 
 
 def _collectives(ctx: Context) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     _skip_part(ctx, "network")
-    ops, errors = collective_rows(ctx)
-    if not ops and not errors:
+    windows, errors = collective_rows(ctx)
+    if not windows and not errors:
         raise _no_rows(ctx, COLLECTIVE, "collective loop")
-    return ops, errors
+    return windows, errors
+
+
+def _ops(rows: list[dict[str, Any]]) -> int:
+    return sum(int(r.get("ops") or 0) for r in rows)
+
+
+def _judged_windows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The windows the stability is judged on: all but a last one the end of the run cut short (fewer operations
+    than the others' median), which says nothing about the fabric."""
+    if len(rows) > 1 and int(rows[-1].get("ops") or 0) < statistics.median(int(r.get("ops") or 0)
+                                                                           for r in rows[:-1]):
+        return rows[:-1]
+    return rows
 
 
 @check("burnin.collective.bandwidth")
 def bandwidth(ctx: Context) -> list[Verdict]:
-    ops, _ = _collectives(ctx)
-    if not ops:
+    windows, _ = _collectives(ctx)
+    if not windows:
         raise Skip("no collective completed (burnin.collective.errors says why)")
     limit = ctx.reference(AREA, "burnin.collective.bandwidth")
-    by: dict[str, list[float]] = defaultdict(list)
-    for row in ops:
-        if isinstance(row.get("busbw_gbps"), int | float):
-            by[str(row["collective"])].append(float(row["busbw_gbps"]))
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in windows:
+        if isinstance(row.get("busbw_gbps"), int | float) and row.get("ops"):
+            by[str(row["collective"])].append(row)
     verdicts = []
-    for collective, values in sorted(by.items()):
-        ordered = sorted(values)
+    for collective, rows in sorted(by.items()):
+        seconds = sum(float(r.get("seconds") or 0) for r in rows)
+        # the run's mean: every window's bandwidth weighted by its time (total bytes x bus factor / total time)
+        mean = (sum(float(r["busbw_gbps"]) * float(r.get("seconds") or 0) for r in rows) / seconds if seconds > 0
+                else statistics.fmean(float(r["busbw_gbps"]) for r in rows))
+        low = min(float(r.get("busbw_min_gbps", r["busbw_gbps"]) or 0) for r in rows)
+        high = max(float(r.get("busbw_max_gbps", r["busbw_gbps"]) or 0) for r in rows)
+        ordered = sorted(float(r["busbw_gbps"]) for r in _judged_windows(rows))
         median = statistics.median(ordered)
         p10 = ordered[int(len(ordered) * 0.1)]
         ratio = p10 / median if median else 0.0
         status = baselines.grade(ratio, limit)
-        text = (f"{collective}: busbw mean {statistics.fmean(values):.3f} GB/s, min {ordered[0]:.3f}, max "
-                f"{ordered[-1]:.3f} over {len(values)} runs; slowest tenth at {ratio:.0%} of the median")
-        verdicts.append(_verdict(ctx, status, text, round(statistics.fmean(values), 4), "GB/s", limit.expected(),
-                                 {"mean_gbps": round(statistics.fmean(values), 4), "min_gbps": ordered[0],
-                                  "max_gbps": ordered[-1], "median_gbps": median, "p10_gbps": p10, "runs": len(values),
-                                  "stability_ratio": round(ratio, 4), "bytes": ops[0].get("bytes"),
-                                  "world_size": ops[0].get("world_size"), "backend": ops[0].get("backend")},
+        text = (f"{collective}: busbw mean {mean:.3f} GB/s, min {low:.3f}, max {high:.3f} over {_ops(rows)} runs "
+                f"in {len(rows)} windows; slowest tenth of the windows at {ratio:.0%} of the median")
+        verdicts.append(_verdict(ctx, status, text, round(mean, 4), "GB/s", limit.expected(),
+                                 {"mean_gbps": round(mean, 4), "min_gbps": low, "max_gbps": high,
+                                  "median_window_gbps": median, "p10_window_gbps": p10, "runs": _ops(rows),
+                                  "windows": len(rows), "stability_ratio": round(ratio, 4),
+                                  "bytes": rows[0].get("bytes"), "world_size": rows[0].get("world_size"),
+                                  "backend": rows[0].get("backend")},
                                  COLLECTIVE, params={**ctx.params, "collective": collective}))
     return verdicts
 
 
 @check("burnin.collective.errors")
 def collective_errors(ctx: Context) -> Verdict:
-    ops, errors = _collectives(ctx)
-    wrong = [r for r in ops if r.get("correct") is False]
-    evidence = {"ops": len(ops), "errors": errors[:10], "wrong": len(wrong)}
+    windows, errors = _collectives(ctx)
+    done_ops = _ops(windows)
+    wrong = sum(int(r.get("wrong") or 0) for r in windows)
+    evidence = {"ops": done_ops, "windows": len(windows), "errors": errors[:10], "wrong": wrong}
     if errors:
         first = errors[0]
         kind = "timed out (a hang)" if first.get("timeout") else "failed"
         return _verdict(ctx, "fail", f"{first.get('collective')} {kind} at iteration {first.get('iteration')} after "
-                        f"{len(ops)} good operations: {first.get('message')}", float(len(errors) + len(wrong)),
+                        f"{done_ops} good operations: {first.get('message')}", float(len(errors) + wrong),
                         "errors", {"max": 0}, evidence, COLLECTIVE)
     if wrong:
-        return _verdict(ctx, "fail", f"{len(wrong)} of {len(ops)} collective results were wrong", float(len(wrong)),
+        return _verdict(ctx, "fail", f"{wrong} of {done_ops} collective results were wrong", float(wrong),
                         "errors", {"max": 0}, evidence, COLLECTIVE)
-    done = any(True for _ in ops) and not _session(ctx).interrupted
-    return _verdict(ctx, "pass" if done else "warn", f"{len(ops)} collective operations, no error, timeout or "
+    done = done_ops > 0 and not _session(ctx).interrupted
+    return _verdict(ctx, "pass" if done else "warn", f"{done_ops} collective operations, no error, timeout or "
                     "wrong result", 0.0, "errors", {"max": 0}, evidence, COLLECTIVE)
 
 
