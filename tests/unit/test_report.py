@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clustereval.report import clean_text, render_all, summary_line
+from clustereval.report import clean_text, render_all, summary_line, tier_text
 from clustereval.scoring import score_results
 
 BASELINE = "baselines/h100.yml"
@@ -124,6 +124,7 @@ def test_junit_maps_statuses_and_is_valid_xml(rendered):
     assert cases[("audit.gpustack.driver", "node1")].get("time") == "1.500"
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["unreachable"] == "node3"
+    assert props["provisional"].startswith("measured=configuration; not_measured=gpu_compute,network,")
 
 
 def test_junit_escapes_hostile_summaries(rendered):
@@ -143,7 +144,8 @@ def test_markdown_explains_tier_and_points_at_artifacts(rendered):
     run_dir, _ = rendered
     md = (run_dir / "report.md").read_text()
     score = json.loads((run_dir / "score.json").read_text())
-    assert f"**Tier: {score['tier']}**" in md
+    assert f"**Tier: {tier_text(score)}**" in md
+    assert "(provisional: configuration only; Silver needs gpu_compute, network)" in md  # an audit-only run
     assert "run-42" in md and "2025-01-01T10:00:00Z" in md
     assert "clustereval 0.1.0, ansible-core 2.19.0" in md
     assert "## Why this tier" in md
@@ -229,7 +231,8 @@ def test_summary_line_names_counts_and_binding_caps():
     results = [result(f"{domain}.c{i}") for i in range(20) for domain in ("network", "audit")]
     results += [result("audit.fleet.gpu_consistency", subject="_cluster", status="fail", severity="critical")]
     line = summary_line(score_results(results))
-    assert line.startswith("Tier: Bronze (score ")
+    assert line.startswith("Tier: Bronze (provisional: configuration, network only; Silver needs gpu_compute) "
+                           "(score "), line
     assert "/100) — 40 pass, 0 warn, 1 fail, 0 skip, 0 error; capped by: 1 critical fail" in line
     assert "(audit.fleet.gpu_consistency)" in line
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from clustereval.scoring import load_rubric, score_results, score_run, tier_for_score
 
 TIERS = ["Platinum", "Gold", "Silver", "Bronze", "Participation", "Underperforming"]
-# Domains whose categories together carry 65% of the default rubric's weight (no "unmeasured" cap).
-BROAD_DOMAINS = ["audit", "storage", "gpu_compute", "network"]
+# A domain of every category of the default rubric: the evidence every tier needs (rubric ``evidence``).
+BROAD_DOMAINS = ["audit", "storage", "gpu_compute", "network", "burnin", "security", "lifecycle", "training"]
 
 
 def result(check, subject="node1", status="pass", severity="major", domain=None, phase="audit", **extra):
@@ -48,7 +48,9 @@ def broad_passes(hosts=("node1", "node2"), per_domain=5):
 # One catalogue check per broad domain: a run directory's results.jsonl must name checks the catalogue knows
 # (results.load leaves out any other line), so these tell their variants apart by params instead.
 CATALOGUED = {"audit": "audit.os.kernel", "storage": "storage.fio.seq_read", "gpu_compute": "gpu.compute.gemm",
-              "network": "network.mesh.tcp_bandwidth"}
+              "network": "network.mesh.tcp_bandwidth", "burnin": "burnin.gemm.sustained",
+              "security": "audit.isolation.bmc_inband", "lifecycle": "lifecycle.import.torch",
+              "training": "training.torchtitan.run"}
 
 
 def catalogued_passes(hosts=("node1", "node2"), per_domain=5):
@@ -91,7 +93,8 @@ def test_all_pass_over_broad_categories_is_platinum(rubric):
     assert score["tier"] == "Platinum"
     assert score["caps_applied"] == []
     assert score["movers"] == []
-    assert score["counts"] == {"pass": 40, "warn": 0, "fail": 0, "skip": 0, "error": 0}
+    assert score["counts"] == {"pass": 80, "warn": 0, "fail": 0, "skip": 0, "error": 0}
+    assert score["provisional"] is None
     assert score["coverage"] == 1.0
 
 
@@ -225,7 +228,7 @@ def test_low_coverage_caps_at_participation(rubric):
 
 def test_partial_coverage_caps_at_silver(rubric):
     results = broad_passes() + [
-        result(f"audit.s{i}", status="skip", summary="not applicable") for i in range(12)
+        result(f"audit.s{i}", status="skip", summary="not applicable") for i in range(30)
     ]
     score = score_results(results, rubric)
     assert 0.5 <= score["coverage"] < 0.8
@@ -257,8 +260,15 @@ def test_category_not_measured_is_excluded_and_said(rubric):
     assert storage["counts"]["skip"] == 1
     assert "storage" in score["not_measured"]
     assert score["score"] == 100.0  # only configuration was measured
-    assert score["tier"] == "Gold"  # less than half of the weight measured
+    # the honest tier: configuration alone supports Bronze at most (rubric evidence), however good the score
+    assert score["tier"] == "Bronze" and score["tier_before_caps"] == "Platinum"
+    assert score["provisional"] == {"measured": ["configuration"], "not_measured": [
+        "gpu_compute", "network", "storage", "reliability", "security", "lifecycle", "workloads"],
+        "supported_tier": "Bronze", "limits_tier": True, "next_tier": "Silver",
+        "next_needs": ["gpu_compute", "network"]}
     assert any("based on 1 of 8 categories" in line for line in score["explanation"])
+    assert ("Provisional: only configuration measured, so the evidence supports Bronze at most; Silver needs "
+            "gpu_compute, network measured (this holds the tier).") in score["explanation"]
 
 
 def test_unknown_domain_counts_for_caps_not_score(rubric):
@@ -373,8 +383,8 @@ def test_score_run_writes_score_json_and_survives_a_torn_line(tmp_path):
     score = score_run(tmp_path)
     on_disk = json.loads((tmp_path / "score.json").read_text())
     assert on_disk == json.loads(json.dumps(score))
-    assert on_disk["total"] == 41
-    assert any("results.jsonl:42" in w and "unreadable" in w for w in on_disk["load_warnings"])
+    assert on_disk["total"] == 81
+    assert any("results.jsonl:82" in w and "unreadable" in w for w in on_disk["load_warnings"])
     assert on_disk["subjects"]["without_results"] == ["node9"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.jsonl", "run.json", "score.json"]
 
@@ -387,14 +397,14 @@ def test_score_run_without_results_or_run_json(tmp_path):
 
 
 def test_score_run_uses_the_rubric_named_in_run_options(tmp_path, rubric):
-    custom = {k: v for k, v in rubric.items() if k != "path"} | {"name": "from-options", "caps": []}
+    custom = {k: v for k, v in rubric.items() if k != "path"} | {"name": "from-options", "caps": [], "evidence": {}}
     rubric_path = tmp_path / "mine.yml"
     rubric_path.write_text(json.dumps(custom))
     _write_results(tmp_path / "run", [result("audit.os.kernel")])
     (tmp_path / "run" / "run.json").write_text(json.dumps({"options": {"rubric": str(rubric_path)}}))
     score = score_run(tmp_path / "run")
     assert score["rubric"]["name"] == "from-options"
-    assert score["tier"] == "Platinum"  # no caps in this rubric
+    assert score["tier"] == "Platinum"  # no caps and no evidence rule in this rubric
 
 
 # A crafted line: a critical fail of a real check on a real subject, which caps the tier at Bronze if taken.
@@ -421,14 +431,14 @@ def test_the_crafted_line_would_cap_the_tier_when_it_belongs_to_the_run(tmp_path
 
 @pytest.mark.parametrize(("crafted", "warning"), [
     ({**CRAFTED, "run_id": "another-run"},
-     "results.jsonl:41: from another run 'another-run' (this run is 'test-run'), skipped"),
+     "results.jsonl:81: from another run 'another-run' (this run is 'test-run'), skipped"),
     ({**CRAFTED, "check": "audit.crafted"},
-     "results.jsonl:41: check id 'audit.crafted' is not in the catalogue, skipped"),
+     "results.jsonl:81: check id 'audit.crafted' is not in the catalogue, skipped"),
     # the same identity as a real pass (check, subject, params): it must not supersede it
     ({**CRAFTED, "check": "audit.os.kernel", "params": {"variant": 0}, "run_id": "another-run"},
-     "results.jsonl:41: from another run 'another-run' (this run is 'test-run'), skipped"),
+     "results.jsonl:81: from another run 'another-run' (this run is 'test-run'), skipped"),
     ({**CRAFTED, "check": "audit.os.kernl", "params": {"variant": 0}},
-     "results.jsonl:41: check id 'audit.os.kernl' is not in the catalogue, skipped"),
+     "results.jsonl:81: check id 'audit.os.kernl' is not in the catalogue, skipped"),
 ])
 def test_a_line_of_another_run_or_an_unknown_check_is_left_out_and_reported(tmp_path, crafted, warning):
     clean = _scored_run(tmp_path / "clean", [])

@@ -196,13 +196,24 @@ def cap_phrase(cap: dict[str, Any]) -> str:
     return f"{len(triggers)} {cap.get('label', cap.get('id'))} ({_short_list(checks)})"
 
 
+def tier_text(score: dict[str, Any]) -> str:
+    """The tier as every report heads with it; a provisional one says on what evidence it stands."""
+    provisional = score.get("provisional")
+    if not provisional:
+        return str(score.get("tier"))
+    text = f"{score.get('tier')} (provisional: {', '.join(provisional.get('measured') or []) or 'nothing'} only"
+    if provisional.get("next_tier"):
+        text += f"; {provisional['next_tier']} needs {', '.join(provisional.get('next_needs') or [])}"
+    return text + ")"
+
+
 def summary_line(score: dict[str, Any]) -> str:
     """One terminal line: tier, score, counts by status, and what capped the tier."""
     counts = score.get("counts") or {}
     count_text = ", ".join(f"{counts.get(s, 0)} {s}" for s in results_mod.STATUSES)
     value = score.get("score")
     score_text = f"score {value:.1f}/100" if isinstance(value, int | float) else "unrated: nothing measured"
-    line = f"Tier: {score.get('tier')} ({score_text}) — {count_text}"
+    line = f"Tier: {tier_text(score)} ({score_text}) — {count_text}"
     binding = [c for c in score.get("caps_applied") or [] if c.get("limits_tier")]
     if binding:
         line += "; capped by: " + "; ".join(cap_phrase(c) for c in binding)

@@ -26,6 +26,7 @@ from clustereval.report import (
     run_state,
     series_links,
     subject_label,
+    tier_text,
     timelines,
 )
 from clustereval.scoring import score
@@ -89,7 +90,7 @@ def _header(view: dict[str, Any]) -> str:
     ]
     out = [
         f"<h1>clustereval report: {esc(run.get('run_id') or view['run_dir'].name)}</h1>",
-        f'<p class="tier">Tier: {esc(score["tier"])}</p>',
+        f'<p class="tier">Tier: {esc(tier_text(score))}</p>',
         f"<p>{score_text} · before caps: {esc(score.get('tier_before_caps') or 'unrated')}</p>",
         _table(["", ""], rows),
     ]

@@ -95,6 +95,8 @@ def render(view: dict[str, Any]) -> str:
         ("tier", score.get("tier")),
         ("score", score.get("score")),
         ("tier_before_caps", score.get("tier_before_caps")),
+        ("provisional", "; ".join(f"{k}={','.join(v) if isinstance(v, list) else v}"
+                                  for k, v in (score.get("provisional") or {}).items())),
         ("unreachable", ",".join((score.get("subjects") or {}).get("unreachable") or [])),
         ("incomplete", run_state(view) or ""),
     ):

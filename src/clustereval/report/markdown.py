@@ -26,6 +26,7 @@ from clustereval.report import (
     run_state,
     series_links,
     subject_label,
+    tier_text,
     timelines,
 )
 from clustereval.scoring import score
@@ -62,7 +63,7 @@ def _header(view: dict[str, Any]) -> list[str]:
     lines = [
         f"# clustereval report: {cell(run.get('run_id') or view['run_dir'].name)}",
         "",
-        f"**Tier: {score['tier']}** · {score_text}"
+        f"**Tier: {cell(tier_text(score))}** · {score_text}"
         f" · before caps: {score.get('tier_before_caps') or 'unrated'}"
         f" · rubric {cell(rubric.get('name'))} v{cell(rubric.get('version'))}",
         "",

@@ -57,6 +57,11 @@ def rubric_problems(rubric: Any) -> list[str]:
             if domain in seen_domains:
                 out.append(f"domain {domain!r} is in both {seen_domains[domain]!r} and {name!r}")
             seen_domains[domain] = name
+    for tier, needed in (rubric.get("evidence") or {}).items():
+        if tier not in tier_names:
+            out.append(f"evidence: {tier!r} is not a tier")
+        elif not isinstance(needed, list) or set(needed) - set(rubric["categories"] or {}):
+            out.append(f"evidence.{tier} must be a list of category names")
     if rubric.get("unrated_tier") is not None and rubric["unrated_tier"] not in tier_names:
         out.append(f"unrated_tier {rubric['unrated_tier']!r} is not a tier")
     for idx, cap in enumerate(rubric["caps"] or []):
@@ -99,6 +104,20 @@ def tier_for_score(score: float | None, rubric: dict[str, Any]) -> str | None:
         if score >= tier["min"]:
             return tier["name"]
     return rubric["tiers"][-1]["name"]
+
+
+def evidence_tier(rubric: dict[str, Any], measured: set[str]) -> tuple[str, dict[str, list[str]]]:
+    """The best tier whose categories (the rubric's ``evidence``: the categories a tier needs measured) were all
+    measured, and for every better tier the categories it lacks. A tier the rubric lists no evidence for needs
+    none."""
+    needed = rubric.get("evidence") or {}
+    lacking: dict[str, list[str]] = {}
+    for tier in rubric["tiers"]:
+        missing = [c for c in needed.get(tier["name"]) or [] if c not in measured]
+        if not missing:
+            return tier["name"], lacking
+        lacking[tier["name"]] = missing
+    return rubric["tiers"][-1]["name"], lacking
 
 
 def _tier_rank(rubric: dict[str, Any]) -> dict[str, int]:
@@ -305,6 +324,19 @@ def score_results(
             for p in pairs:
                 trigger_caps.setdefault(_key(p), []).append(cap.get("id", cap["cap"]))
 
+    # An honest tier: a category a tier depends on that was not measured makes the verdict provisional, and the
+    # tier is at most the best one the measured categories support (rubric ``evidence``).
+    provisional = None
+    if facts["unmeasured"] and score is not None:  # nothing measured at all is unrated, said as such
+        measured = [name for name, c in categories.items() if c["measured"]]
+        supported, lacking = evidence_tier(rubric, set(measured))
+        better = [t["name"] for t in rubric["tiers"] if ranks[t["name"]] < ranks[supported]]
+        provisional = {"measured": measured, "not_measured": facts["unmeasured"], "supported_tier": supported,
+                       "limits_tier": ranks[supported] > ranks[tier], "next_tier": better[-1] if better else None,
+                       "next_needs": lacking.get(better[-1], []) if better else []}
+        if provisional["limits_tier"]:
+            tier = supported
+
     movers = _movers(scored, trigger_caps, catalogue, int(rubric.get("movers_limit", 20)))
     hosts = sorted({host for r in scored for host in results_mod.subject_hosts(r["subject"])})
     out = {
@@ -312,6 +344,7 @@ def score_results(
         "score": round(score, 2) if score is not None else None,
         "tier_before_caps": tier_before_caps,
         "caps_applied": caps_applied,
+        "provisional": provisional,
         "categories": {
             name: {k: v for k, v in c.items() if not k.startswith("_")} for name, c in categories.items()
         },
@@ -391,6 +424,13 @@ def explain(score: dict[str, Any]) -> list[str]:
     for cap in score["caps_applied"]:
         if cap["limits_tier"]:
             lines.append(f"Capped at {cap['cap']} because {cap['rule']}: {cap['detail']}.")
+    provisional = score.get("provisional")
+    if provisional:
+        needs = (f"; {provisional['next_tier']} needs {', '.join(provisional['next_needs'])} measured"
+                 if provisional["next_tier"] else "")
+        lines.append(f"Provisional: only {', '.join(provisional['measured']) or 'nothing'} measured, so the evidence "
+                     f"supports {provisional['supported_tier']} at most{needs}"
+                     + (" (this holds the tier)." if provisional["limits_tier"] else "."))
     idle = [f"{cap['label']} (cap {cap['cap']})" for cap in score["caps_applied"] if not cap["limits_tier"]]
     if idle:
         lines.append(f"Also triggered, without effect (the tier is already at or below): {', '.join(idle)}.")
