@@ -40,12 +40,38 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     extravars, files = _extravars(args.extra_vars or [])
-    return _run_and_report(args.inventory, phases=phases, out=args.out, extravars=extravars, extra_files=files,
-                           tags=args.tags, skip_tags=args.skip_tags, limit=args.limit, verbosity=args.verbose)
+    return _run_and_report(args.inventory, _gate_of(args), phases=phases, out=args.out, extravars=extravars,
+                           extra_files=files, tags=args.tags, skip_tags=args.skip_tags, limit=args.limit,
+                           verbosity=args.verbose)
 
 
-def _run_and_report(inventory: str, **kwargs: object) -> int:
-    """Run the playbook, then say this run's tier (never an earlier run's left in the same directory)."""
+GATE_FAILED = 3  # the run was measured and reported, and it found what --fail-on / --min-tier name
+
+
+def _gate_of(args: argparse.Namespace) -> tuple[str, str | None]:
+    return getattr(args, "fail_on", "fail"), getattr(args, "min_tier", None)
+
+
+def _gated(score: dict[str, object], gate_args: tuple[str, str | None], rc: int = 0) -> int:
+    """The exit status for a reported run: ``rc`` when the harness failed, else GATE_FAILED with the reason on
+    stderr when the run does not pass the gate, else 0."""
+    from clustereval import report
+
+    try:
+        why = report.gate(score, *gate_args)
+    except ValueError as exc:
+        print(f"clustereval: {exc}", file=sys.stderr)
+        return 2
+    if why and not rc:
+        print(f"clustereval: exit {GATE_FAILED}: {why} (--fail-on {gate_args[0]}"
+              + (f", --min-tier {gate_args[1]}" if gate_args[1] else "") + ")", file=sys.stderr)
+        return GATE_FAILED
+    return rc
+
+
+def _run_and_report(inventory: str, gate_args: tuple[str, str | None] = ("fail", None), **kwargs: object) -> int:
+    """Run the playbook, then say this run's tier (never an earlier run's left in the same directory) and gate
+    the exit status on it."""
     from clustereval import report, runner
 
     started = time.time()
@@ -63,7 +89,9 @@ def _run_and_report(inventory: str, **kwargs: object) -> int:
         print(f"clustereval: this run wrote no score (ansible-playbook exit status {rc}; see its output above)",
               file=sys.stderr)
     print(f"Run directory: {run_dir}")
-    return rc if rc or score is not None else 1
+    if score is None:
+        return rc or 1
+    return _gated(score, gate_args, rc)
 
 
 class _TaggedLoader(yaml.SafeLoader):
@@ -139,7 +167,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
           f"{', '.join(hosts)}; cluster-wide checks judged again over {len(request['fleet'])} hosts")
     selection = info.get("selection") or {}
     tags = [t for t in selection.get("tags") or [] if t != "all"]
-    return _run_and_report(inventories[0], phases=list(info.get("phases") or []) or None, out=str(run_dir),
+    return _run_and_report(inventories[0], _gate_of(args), phases=list(info.get("phases") or []) or None,
+                           out=str(run_dir),
                            extravars={**extra, "clustereval_resume": request}, extra_files=files,
                            tags=",".join(tags) or None,
                            skip_tags=",".join(selection.get("skip_tags") or []) or None,
@@ -164,7 +193,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     for warning in score.get("load_warnings") or []:
         print(f"clustereval: {warning}", file=sys.stderr)
     print(report.summary_line(score))
-    return 0
+    return _gated(score, _gate_of(args))
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
@@ -276,6 +305,15 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gate_options(parser: argparse.ArgumentParser) -> None:
+    """The gate CI and bring-up pipelines use: exit 3 when the reported run found what these name."""
+    from clustereval.report import GATES
+
+    parser.add_argument("--fail-on", choices=GATES, default="fail",
+                        help="exit 3 when a check result failed (default), warned or failed, or never")
+    parser.add_argument("--min-tier", help="exit 3 when the tier is below this one (e.g. Gold)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="clustereval", description=__doc__)
     parser.add_argument("--version", action="version", version=f"clustereval {__version__}")
@@ -290,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--skip-tags", help="skip these checks (ids, dotted prefixes or phases)")
     ev.add_argument("--limit", help="ansible host pattern to limit the run to")
     ev.add_argument("-v", "--verbose", action="count", default=0)
+    _gate_options(ev)
     ev.set_defaults(func=cmd_evaluate)
 
     rs = sub.add_parser("resume", help="run what a run directory still lacks (missing or errored checks, "
@@ -299,10 +338,12 @@ def build_parser() -> argparse.ArgumentParser:
     rs.add_argument("-e", "--extra-vars", action="append", help="KEY=VALUE or @vars.yml: settings to give again "
                                                                 "(secrets the run directory does not keep)")
     rs.add_argument("-v", "--verbose", action="count", default=0)
+    _gate_options(rs)
     rs.set_defaults(func=cmd_resume)
 
     rp = sub.add_parser("report", help="re-render score and reports of a saved run (no cluster access)")
     rp.add_argument("run_dir")
+    _gate_options(rp)
     rp.set_defaults(func=cmd_report)
 
     ud = sub.add_parser("undo", help="revert what a run's action journal says is still applied on the nodes")

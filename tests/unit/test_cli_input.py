@@ -81,10 +81,33 @@ def test_a_line_breaking_the_contract_is_reported_and_changes_no_verdict(tmp_pat
     loaded, warnings = results.load(tmp_path)
     assert [r["status"] for r in loaded] == ["fail"]
     assert len(warnings) == 1 and "breaks the result contract" in warnings[0] and ":2:" in warnings[0]
-    assert cli.main(["report", str(tmp_path)]) == 0
+    assert cli.main(["report", str(tmp_path)]) == cli.GATE_FAILED  # the real fail stands, and gates the exit
     out = capsys.readouterr()
     assert "breaks the result contract" in out.err and "1 fail" in out.out
     assert "breaks the result contract" in (tmp_path / "report.md").read_text()
+
+
+def _report_of(tmp_path, statuses):
+    for i, status in enumerate(statuses):
+        results.append(tmp_path, [{**GOOD, "subject": f"n{i}", "status": status, "severity": "minor"}])
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize(("statuses", "args", "rc", "said"), [
+    (["pass", "fail"], [], 3, "exit 3: 1 check result failed (--fail-on fail)"),
+    (["pass", "fail"], ["--fail-on", "never"], 0, None),
+    (["pass", "warn"], [], 0, None),
+    (["pass", "warn"], ["--fail-on", "warn"], 3, "exit 3: 1 warned (--fail-on warn)"),
+    (["pass", "skip"], [], 0, None),  # a skip is no finding
+    # one category measured: the honest tier is at most Bronze, below a pipeline's minimum of Gold
+    (["pass", "pass"], ["--min-tier", "Gold"], 3, "tier Bronze is below the minimum Gold"),
+    (["pass", "pass"], ["--min-tier", "Bronze"], 0, None),
+    (["pass"], ["--min-tier", "Shiny"], 2, "--min-tier 'Shiny' is not a tier of the rubric"),
+])
+def test_report_gates_its_exit_status_for_pipelines(tmp_path, capsys, statuses, args, rc, said):
+    assert cli.main(["report", _report_of(tmp_path, statuses), *args]) == rc
+    err = capsys.readouterr().err
+    assert (said in err) if said else ("exit 3" not in err), err
 
 
 def test_a_results_file_that_is_a_directory_is_a_message(tmp_path, capsys):

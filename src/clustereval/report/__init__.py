@@ -196,6 +196,29 @@ def cap_phrase(cap: dict[str, Any]) -> str:
     return f"{len(triggers)} {cap.get('label', cap.get('id'))} ({_short_list(checks)})"
 
 
+GATES = ("fail", "warn", "never")
+
+
+def gate(score: dict[str, Any], fail_on: str = "fail", min_tier: str | None = None) -> str | None:
+    """Why the run does not pass the pipeline's gate, or None: a ``fail`` result (``fail_on`` fail), a ``warn`` or
+    ``fail`` (``fail_on`` warn), or a tier below ``min_tier`` (the rubric's order, best first)."""
+    counts = score.get("counts") or {}
+    reasons = []
+    fails, warns = int(counts.get("fail") or 0), int(counts.get("warn") or 0)
+    if fail_on in ("fail", "warn") and fails:
+        reasons.append(f"{fails} check result{'s' if fails != 1 else ''} failed")
+    if fail_on == "warn" and warns:
+        reasons.append(f"{warns} warned")
+    if min_tier:
+        order = [t.get("name") for t in (score.get("rubric") or {}).get("tiers") or []]
+        tier = score.get("tier")
+        if min_tier not in order:
+            raise ValueError(f"--min-tier {min_tier!r} is not a tier of the rubric ({', '.join(map(str, order))})")
+        if tier not in order or order.index(tier) > order.index(min_tier):
+            reasons.append(f"tier {tier} is below the minimum {min_tier}")
+    return "; ".join(reasons) or None
+
+
 def tier_text(score: dict[str, Any]) -> str:
     """The tier as every report heads with it; a provisional one says on what evidence it stands."""
     provisional = score.get("provisional")
