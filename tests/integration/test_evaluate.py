@@ -76,8 +76,8 @@ def test_cli_writes_the_whole_run_directory(cli_run):
     run_dir, proc = cli_run
     assert f"Run directory: {run_dir}" in proc.stdout
     assert "Tier:" in proc.stdout
-    # the default phases measure configuration and storage, never GPU compute or the network: a provisional tier
-    assert "(provisional: " in proc.stdout and "Silver needs gpu_compute, network" in proc.stdout
+    # the default phases (audit, performance) never measure reliability: a provisional tier, Silver at most
+    assert "(provisional: " in proc.stdout and "Gold needs reliability" in proc.stdout
     assert "checks" in proc.stderr  # progress lines: hosts x checks done
     for name in ("results.jsonl", "score.json", "report.md", "junit.xml", "run.json"):
         assert (run_dir / name).is_file(), name
@@ -105,9 +105,10 @@ def test_cli_writes_the_whole_run_directory(cli_run):
 def test_score_run_json_and_junit(cli_run):
     run_dir, _ = cli_run
     score = json.loads((run_dir / "score.json").read_text())
-    assert score["tier"] in ("Bronze", "Participation", "Underperforming")  # what the evidence supports at most
-    assert score["provisional"]["supported_tier"] == "Bronze"
-    assert {"gpu_compute", "network", "reliability"} <= set(score["provisional"]["not_measured"])
+    assert score["tier"] in ("Silver", "Bronze", "Participation", "Underperforming")  # what the evidence supports
+    assert score["provisional"]["supported_tier"] == "Silver"
+    assert "reliability" in score["provisional"]["not_measured"]
+    assert {"gpu_compute", "network"} <= set(score["provisional"]["measured"])
     assert sum(score["counts"].values()) == len(results(run_dir))
     assert "categories" in score
     run = json.loads((run_dir / "run.json").read_text())
