@@ -37,13 +37,12 @@ import argparse
 import json
 import os
 import shlex
-import signal
 import sys
 import time
 from datetime import datetime
 from typing import Any
 
-from clustereval.k8s_pods import Interrupted, json_of, kubectl_run
+from clustereval.k8s_pods import Interrupted, interrupt_on_signals, json_of, kubectl_run
 
 RUN_LABEL = "clustereval/churn"
 TERMINAL = ("Succeeded", "Failed")
@@ -176,10 +175,7 @@ def run(run_id: str, image: str, rounds: int = 20, namespace: str = "default", g
     report: dict[str, Any] = {"run": run_id, "namespace": namespace, "gpu_resource": gpu_resource, "gpus": gpus,
                               "rounds_planned": rounds, "api_error": None, "interrupted": False, "rounds": []}
 
-    def interrupted(signum, frame):
-        raise Interrupted(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
+    restore_signals = interrupt_on_signals()
     try:
         for index in range(rounds):
             manifest = gpu_pod_manifest(f"{run_id}-{index}", run_id, image, namespace, gpus, gpu_resource)
@@ -194,8 +190,7 @@ def run(run_id: str, image: str, rounds: int = 20, namespace: str = "default", g
     except Interrupted as exc:
         report["interrupted"] = str(exc)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore_signals()
         report["cleanup"] = kubectl_run(["delete", "pods", "-n", namespace, "-l", f"{RUN_LABEL}={run_id}",
                                       "--ignore-not-found", "--wait=false"], kubectl)
     return report
@@ -319,10 +314,7 @@ def run_sandbox(run_id: str, image: str, batches: list[int], namespace: str = "d
                               "ready_timeout_s": ready_timeout_s, "api_error": None, "interrupted": False,
                               "batches": []}
 
-    def interrupted(signum, frame):
-        raise Interrupted(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
+    restore_signals = interrupt_on_signals()
     try:
         for size in batches:
             record, error = one_batch(size, run_id, image, namespace, cpu, memory, tolerate, kubectl,
@@ -336,8 +328,7 @@ def run_sandbox(run_id: str, image: str, batches: list[int], namespace: str = "d
     except Interrupted as exc:
         report["interrupted"] = str(exc)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore_signals()
         report["cleanup"] = kubectl_run(["delete", "pods", "-n", namespace, "-l", f"{SANDBOX_LABEL}={run_id}",
                                       "--ignore-not-found", "--wait=false"], kubectl)
     return report

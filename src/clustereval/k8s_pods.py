@@ -31,6 +31,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -142,6 +143,21 @@ class Interrupted(Exception):
     """SIGINT or SIGTERM during a kubectl flow: its clean-up still runs."""
 
 
+def interrupt_on_signals() -> Callable[[], None]:
+    """From now on SIGINT and SIGTERM raise :class:`Interrupted` (so the flow's clean-up runs); returns what puts the
+    handlers that were there before back (call it first thing in the clean-up)."""
+    def interrupted(signum, frame):
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore
+
+
 def kubectl_run(args: list[str], kubectl: list[str], stdin: str | None = None, timeout: float = 60) -> dict[str, Any]:
     try:
         proc = subprocess.run([*kubectl, *args], input=stdin, capture_output=True, text=True, timeout=timeout)
@@ -179,10 +195,7 @@ def run(manifest: dict[str, Any], kubectl: list[str] | None = None, timeout_s: f
                               "nodes": _target_values(manifest),
                               "api_error": None, "timed_out": False, "interrupted": False, "pods": []}
 
-    def interrupted(signum, frame):
-        raise Interrupted(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
+    restore_signals = interrupt_on_signals()
     pods_doc: dict[str, Any] | None = None
     try:
         applied = kubectl_run(["apply", *ns, "-f", "-"], kubectl, stdin=json.dumps(manifest))
@@ -233,8 +246,7 @@ def run(manifest: dict[str, Any], kubectl: list[str] | None = None, timeout_s: f
     except Interrupted as exc:
         report["interrupted"] = str(exc)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore_signals()
         report["deleted"] = kubectl_run(["delete", "job", name, *ns, "--ignore-not-found", "--wait=false"], kubectl)
         kubectl_run(["delete", "pods", *ns, "-l", selector, "--ignore-not-found", "--wait=false"], kubectl)
     return report

@@ -41,13 +41,12 @@ import json
 import os
 import re
 import shlex
-import signal
 import sys
 import time
 from typing import Any
 
 from clustereval.k8s_churn import TERMINAL, pod_timing
-from clustereval.k8s_pods import Interrupted, json_of, kubectl_run
+from clustereval.k8s_pods import Interrupted, interrupt_on_signals, json_of, kubectl_run
 
 RUN_LABEL = "clustereval/pvc"
 FILE = "clustereval-pvc.bin"
@@ -242,10 +241,7 @@ def run(run_id: str, image: str, rounds: int = 6, namespace: str = "default", st
                               "pod_timeout_s": pod_timeout_s, "cleanup_timeout_s": cleanup_timeout_s,
                               "rounds_planned": rounds, "api_error": None, "interrupted": False, "rounds": []}
 
-    def interrupted(signum, frame):
-        raise Interrupted(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, interrupted) for s in (signal.SIGTERM, signal.SIGINT)}
+    restore_signals = interrupt_on_signals()
     try:
         for index in range(rounds):
             name = f"{run_id}-{index}"
@@ -262,8 +258,7 @@ def run(run_id: str, image: str, rounds: int = 6, namespace: str = "default", st
     except Interrupted as exc:
         report["interrupted"] = str(exc)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore_signals()
         selector = ["-n", namespace, "-l", f"{RUN_LABEL}={run_id}", "--ignore-not-found", "--wait=false"]
         report["cleanup"] = {"pods": kubectl_run(["delete", "pods", *selector], kubectl),
                              "claims": kubectl_run(["delete", "pvc", *selector], kubectl)}

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import pytest
 
@@ -186,6 +188,24 @@ def test_flow_a_refused_create_is_an_api_error(monkeypatch):
     monkeypatch.setattr(k8s_pvc, "kubectl_run", refuse)
     doc = k8s_pvc.run("r", "busybox:1.36", rounds=3, poll_s=0)
     assert "Forbidden" in doc["api_error"] and len(doc["rounds"]) == 1
+
+
+def test_flow_a_sigterm_mid_round_is_recorded_cleans_up_by_label_and_restores_the_handlers(monkeypatch):
+    fake = FakeKubectl()
+
+    def term_on_first_poll(args, kubectl, stdin=None, timeout=60):
+        if args[:2] == ["get", "pvc"] and not any(c[:2] == ["get", "pvc"] for c in fake.calls):
+            fake.calls.append(args)
+            os.kill(os.getpid(), signal.SIGTERM)  # a cancelled job, mid-round
+        return fake(args, kubectl, stdin, timeout)
+
+    before = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr(k8s_pvc, "kubectl_run", term_on_first_poll)
+    doc = k8s_pvc.run("r", "busybox:1.36", rounds=3, bind_timeout_s=0.05, pod_timeout_s=0.05,
+                      cleanup_timeout_s=0.05, poll_s=0.01)
+    assert doc["interrupted"] == "SIGTERM" and len(doc["rounds"]) == 0
+    assert [c[:2] for c in fake.calls[-2:]] == [["delete", "pods"], ["delete", "pvc"]]
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 # ------------------------------------------------------------------ the check on canned reports
