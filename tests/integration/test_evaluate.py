@@ -76,8 +76,8 @@ def test_cli_writes_the_whole_run_directory(cli_run):
     run_dir, proc = cli_run
     assert f"Run directory: {run_dir}" in proc.stdout
     assert "Tier:" in proc.stdout
-    # the default phases (audit, performance) never measure reliability: a provisional tier, Silver at most
-    assert "(provisional: " in proc.stdout and "Gold needs reliability" in proc.stdout
+    # the default phases (audit, performance) never run the burn-in: a provisional tier, Silver at most
+    assert "(provisional: " in proc.stdout and "Gold needs burnin" in proc.stdout
     assert "checks" in proc.stderr  # progress lines: hosts x checks done
     for name in ("results.jsonl", "score.json", "report.md", "junit.xml", "run.json"):
         assert (run_dir / name).is_file(), name
@@ -107,8 +107,8 @@ def test_score_run_json_and_junit(cli_run):
     score = json.loads((run_dir / "score.json").read_text())
     assert score["tier"] in ("Silver", "Bronze", "Participation", "Underperforming")  # what the evidence supports
     assert score["provisional"]["supported_tier"] == "Silver"
-    assert "reliability" in score["provisional"]["not_measured"]
-    assert {"gpu_compute", "network"} <= set(score["provisional"]["measured"])
+    assert score["provisional"]["next_tier"] == "Gold" and "burnin" in score["provisional"]["next_needs"]
+    assert {"gpu_compute", "network", "remediation"} <= set(score["provisional"]["measured"])  # audit.health.*
     assert sum(score["counts"].values()) == len(results(run_dir))
     assert "categories" in score
     run = json.loads((run_dir / "run.json").read_text())

@@ -17,7 +17,8 @@ from clustereval.scoring import load_rubric, score_results, score_run, tier_for_
 
 TIERS = ["Platinum", "Gold", "Silver", "Bronze", "Participation", "Underperforming"]
 # A domain of every category of the default rubric: the evidence every tier needs (rubric ``evidence``).
-BROAD_DOMAINS = ["audit", "storage", "gpu_compute", "network", "burnin", "security", "lifecycle", "training"]
+BROAD_DOMAINS = ["audit", "storage", "gpu_compute", "network", "burnin", "fault_injection", "orchestration",
+                 "security", "lifecycle", "training", "inference"]
 
 
 def result(check, subject="node1", status="pass", severity="major", domain=None, phase="audit", **extra):
@@ -50,7 +51,8 @@ def broad_passes(hosts=("node1", "node2"), per_domain=5):
 CATALOGUED = {"audit": "audit.os.kernel", "storage": "storage.fio.seq_read", "gpu_compute": "gpu.compute.gemm",
               "network": "network.mesh.tcp_bandwidth", "burnin": "burnin.gemm.sustained",
               "security": "audit.isolation.bmc_inband", "lifecycle": "lifecycle.import.torch",
-              "training": "training.torchtitan.run"}
+              "training": "training.torchtitan.run", "fault_injection": "fault.inject.detection",
+              "orchestration": "orchestration.slurm.submit_rate", "inference": "inference.vllm.requests"}
 
 
 def catalogued_passes(hosts=("node1", "node2"), per_domain=5):
@@ -93,7 +95,7 @@ def test_all_pass_over_broad_categories_is_platinum(rubric):
     assert score["tier"] == "Platinum"
     assert score["caps_applied"] == []
     assert score["movers"] == []
-    assert score["counts"] == {"pass": 80, "warn": 0, "fail": 0, "skip": 0, "error": 0}
+    assert score["counts"] == {"pass": 110, "warn": 0, "fail": 0, "skip": 0, "error": 0}
     assert score["provisional"] is None
     assert score["coverage"] == 1.0
 
@@ -228,7 +230,7 @@ def test_low_coverage_caps_at_participation(rubric):
 
 def test_partial_coverage_caps_at_silver(rubric):
     results = broad_passes() + [
-        result(f"audit.s{i}", status="skip", summary="not applicable") for i in range(30)
+        result(f"audit.s{i}", status="skip", summary="not applicable") for i in range(40)
     ]
     score = score_results(results, rubric)
     assert 0.5 <= score["coverage"] < 0.8
@@ -263,10 +265,11 @@ def test_category_not_measured_is_excluded_and_said(rubric):
     # the honest tier: configuration alone supports Bronze at most (rubric evidence), however good the score
     assert score["tier"] == "Bronze" and score["tier_before_caps"] == "Platinum"
     assert score["provisional"] == {"measured": ["configuration"], "not_measured": [
-        "gpu_compute", "network", "storage", "reliability", "security", "lifecycle", "workloads"],
+        "gpu_compute", "network", "storage", "burnin", "remediation", "orchestration", "security", "lifecycle",
+        "training", "inference"],
         "supported_tier": "Bronze", "limits_tier": True, "next_tier": "Silver",
         "next_needs": ["gpu_compute", "network"]}
-    assert any("based on 1 of 8 categories" in line for line in score["explanation"])
+    assert any("based on 1 of 11 categories" in line for line in score["explanation"])
     assert ("Provisional: only configuration measured, so the evidence supports Bronze at most; Silver needs "
             "gpu_compute, network measured (this holds the tier).") in score["explanation"]
 
@@ -383,8 +386,8 @@ def test_score_run_writes_score_json_and_survives_a_torn_line(tmp_path):
     score = score_run(tmp_path)
     on_disk = json.loads((tmp_path / "score.json").read_text())
     assert on_disk == json.loads(json.dumps(score))
-    assert on_disk["total"] == 81
-    assert any("results.jsonl:82" in w and "unreadable" in w for w in on_disk["load_warnings"])
+    assert on_disk["total"] == 111
+    assert any("results.jsonl:112" in w and "unreadable" in w for w in on_disk["load_warnings"])
     assert on_disk["subjects"]["without_results"] == ["node9"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.jsonl", "run.json", "score.json"]
 
@@ -431,14 +434,14 @@ def test_the_crafted_line_would_cap_the_tier_when_it_belongs_to_the_run(tmp_path
 
 @pytest.mark.parametrize(("crafted", "warning"), [
     ({**CRAFTED, "run_id": "another-run"},
-     "results.jsonl:81: from another run 'another-run' (this run is 'test-run'), skipped"),
+     "results.jsonl:111: from another run 'another-run' (this run is 'test-run'), skipped"),
     ({**CRAFTED, "check": "audit.crafted"},
-     "results.jsonl:81: check id 'audit.crafted' is not in the catalogue, skipped"),
+     "results.jsonl:111: check id 'audit.crafted' is not in the catalogue, skipped"),
     # the same identity as a real pass (check, subject, params): it must not supersede it
     ({**CRAFTED, "check": "audit.os.kernel", "params": {"variant": 0}, "run_id": "another-run"},
-     "results.jsonl:81: from another run 'another-run' (this run is 'test-run'), skipped"),
+     "results.jsonl:111: from another run 'another-run' (this run is 'test-run'), skipped"),
     ({**CRAFTED, "check": "audit.os.kernl", "params": {"variant": 0}},
-     "results.jsonl:81: check id 'audit.os.kernl' is not in the catalogue, skipped"),
+     "results.jsonl:111: check id 'audit.os.kernl' is not in the catalogue, skipped"),
 ])
 def test_a_line_of_another_run_or_an_unknown_check_is_left_out_and_reported(tmp_path, crafted, warning):
     clean = _scored_run(tmp_path / "clean", [])
@@ -487,3 +490,34 @@ def test_checks_that_do_not_apply_leave_the_coverage_denominator():
     assert score_results(results)["coverage"] == 1.0
     results[-1]["evidence"] = {}
     assert score_results(results)["coverage"] < 1.0
+
+
+def test_a_category_claims_checks_of_another_domain_by_id(rubric):
+    # the health check in place (audit.health.*) is the remediation category's evidence, not configuration's
+    score = score_results([result("audit.health.healthcheck_program"), result("audit.os.kernel", status="warn")],
+                          rubric)
+    assert score["categories"]["remediation"]["counts"]["pass"] == 1
+    assert score["categories"]["remediation"]["checks"] == ["audit.health.*"]
+    assert score["categories"]["configuration"]["counts"] == {"pass": 0, "warn": 1, "fail": 0, "skip": 0,
+                                                              "error": 0}
+
+
+@pytest.mark.parametrize(("bad", "cap"), [
+    (result("audit.isolation.bmc_inband", domain="security", status="fail", severity="critical"),
+     "security_critical"),
+    (result("audit.health.healthcheck_program", domain="audit", status="fail", severity="major"),
+     "no_health_check"),
+    (result("fault.inject.detection", domain="fault_injection", status="fail", severity="critical", value=None),
+     "fault_undetected"),
+])
+def test_what_disqualifies_a_cluster_caps_it_at_the_bottom_however_good_the_rest(rubric, bad, cap):
+    score = score_results([*broad_passes(per_domain=20), bad], rubric)
+    assert score["score"] > 95 and score["tier"] == "Underperforming", score["explanation"]
+    assert cap in cap_ids(score)
+
+
+def test_a_late_detection_is_a_critical_fail_not_a_fault_never_detected(rubric):
+    late = result("fault.inject.detection", domain="fault_injection", status="fail", severity="critical",
+                  value=412.0, unit="s")
+    score = score_results([*broad_passes(per_domain=20), late], rubric)
+    assert score["tier"] == "Bronze" and cap_ids(score) == ["critical_fail"]

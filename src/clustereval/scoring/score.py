@@ -22,7 +22,7 @@ SCORE_FILE = "score.json"
 RUN_FILE = "run.json"
 VERDICTS = ("pass", "warn", "fail")
 
-_RESULT_MATCH_KEYS = {"status", "severity", "domain", "check", "phase", "exclude_domain"}
+_RESULT_MATCH_KEYS = {"status", "severity", "domain", "check", "phase", "value", "exclude_domain"}
 _AGGREGATE_KEYS = {"unreachable_nodes_at_least", "coverage_below", "measured_weight_below"}
 
 
@@ -53,6 +53,8 @@ def rubric_problems(rubric: Any) -> list[str]:
         if not isinstance(cat, dict) or not isinstance(cat.get("weight"), int | float) or cat["weight"] < 0:
             out.append(f"category {name!r} needs a non-negative numeric weight")
             continue
+        if not isinstance(cat.get("checks") or [], list):
+            out.append(f"category {name!r}: checks must be a list of check ids or globs")
         for domain in cat.get("domains") or []:
             if domain in seen_domains:
                 out.append(f"domain {domain!r} is in both {seen_domains[domain]!r} and {name!r}")
@@ -152,8 +154,13 @@ def _normalised(result: dict[str, Any], catalogue: dict[str, Any] | None, notes:
 
 
 def _matches(result: dict[str, Any], when: dict[str, Any]) -> bool:
-    """Whether a result meets every field of a cap condition (values may be lists and globs)."""
+    """Whether a result meets every field of a cap condition (values may be lists and globs; ``null`` matches a
+    result without that field, e.g. ``value: null``: nothing was measured)."""
     for key, wanted in when.items():
+        if wanted is None:
+            if result.get(key) is not None:
+                return False
+            continue
         options = wanted if isinstance(wanted, list) else [wanted]
         if key == "exclude_domain":
             if any(fnmatch.fnmatchcase(str(result.get("domain", "")), str(opt)) for opt in options):
@@ -240,10 +247,14 @@ def score_results(
     domain_to_category = {
         domain: name for name, cat in rubric["categories"].items() for domain in cat.get("domains") or []
     }
+    # a category may also claim checks by id (globs) from another domain: audit.health.* is the health-check and
+    # remediation category's evidence, not configuration's
+    by_check = [(str(glob), name) for name, cat in rubric["categories"].items() for glob in cat.get("checks") or []]
     counts = {status: 0 for status in results_mod.STATUSES}
     for r in scored:
         counts[r["status"]] += 1
-        r["_category"] = domain_to_category.get(r["domain"])
+        r["_category"] = next((name for glob, name in by_check if fnmatch.fnmatchcase(r["check"], glob)),
+                              domain_to_category.get(r["domain"]))
     unscored = set(rubric.get("unscored_domains") or [])
     uncategorised = sorted({r["domain"] for r in scored if r["_category"] is None} - unscored)
 
@@ -257,6 +268,7 @@ def score_results(
             "title": cat.get("title", name),
             "weight": cat["weight"],
             "domains": list(cat.get("domains") or []),
+            "checks": list(cat.get("checks") or []),
             "counts": {s: sum(1 for r in members if r["status"] == s) for s in results_mod.STATUSES},
             "measured": possible > 0,
             "score": round(100.0 * earned / possible, 2) if possible > 0 else None,
