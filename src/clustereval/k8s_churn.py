@@ -35,14 +35,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 import time
 from datetime import datetime
 from typing import Any
 
-from clustereval.k8s_pods import Interrupted, interrupt_on_signals, json_of, kubectl_run
+from clustereval.k8s_pods import (
+    Interrupted,
+    add_kubectl_options,
+    interrupt_on_signals,
+    json_of,
+    keys,
+    kubectl_of,
+    kubectl_run,
+)
 
 RUN_LABEL = "clustereval/churn"
 TERMINAL = ("Succeeded", "Failed")
@@ -350,16 +357,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpu", default="100m", help="CPU request of each sandbox pod")
     ap.add_argument("--memory", default="64Mi", help="memory request of each sandbox pod")
     ap.add_argument("--tolerate", default="", help="comma-separated taint keys the sandbox pods tolerate")
-    ap.add_argument("--kubeconfig", default=os.environ.get("CLUSTEREVAL_KUBECONFIG", ""))
-    ap.add_argument("--context", default=os.environ.get("CLUSTEREVAL_KUBE_CONTEXT", ""))
+    add_kubectl_options(ap)
     args = ap.parse_args(argv)
-    kubectl = ["kubectl"] + ([f"--kubeconfig={args.kubeconfig}"] if args.kubeconfig else []) \
-        + ([f"--context={args.context}"] if args.context else [])
+    kubectl = kubectl_of(args)
     if args.sandbox_batches:
         sizes = [int(b) for b in args.sandbox_batches.replace(" ", "").split(",") if b]
         report = run_sandbox(args.run, args.image, sizes, args.namespace, args.cpu, args.memory, kubectl,
                              args.ready_timeout, args.delete_timeout, args.poll,
-                             tuple(k for k in args.tolerate.replace(" ", "").split(",") if k))
+                             keys(args.tolerate))
     else:
         report = run(args.run, args.image, args.rounds, args.namespace, args.gpus, args.gpu_resource, kubectl,
                      args.ready_timeout, args.delete_timeout, args.poll)

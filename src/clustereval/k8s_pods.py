@@ -158,6 +158,23 @@ def interrupt_on_signals() -> Callable[[], None]:
     return restore
 
 
+def add_kubectl_options(ap: argparse.ArgumentParser) -> None:
+    """The controller's kubeconfig and context, as every runner takes them (default: the probe's environment)."""
+    ap.add_argument("--kubeconfig", default=os.environ.get("CLUSTEREVAL_KUBECONFIG", ""))
+    ap.add_argument("--context", default=os.environ.get("CLUSTEREVAL_KUBE_CONTEXT", ""))
+
+
+def kubectl_of(args: argparse.Namespace) -> list[str]:
+    """The kubectl command line for the parsed ``--kubeconfig`` and ``--context`` (none: kubectl's defaults)."""
+    return ["kubectl"] + ([f"--kubeconfig={args.kubeconfig}"] if args.kubeconfig else []) \
+        + ([f"--context={args.context}"] if args.context else [])
+
+
+def keys(text: str) -> tuple[str, ...]:
+    """A comma-separated option (``--tolerate a, b``) as its non-empty items."""
+    return tuple(k for k in text.replace(" ", "").split(",") if k)
+
+
 def kubectl_run(args: list[str], kubectl: list[str], stdin: str | None = None, timeout: float = 60) -> dict[str, Any]:
     try:
         proc = subprocess.run([*kubectl, *args], input=stdin, capture_output=True, text=True, timeout=timeout)
@@ -268,15 +285,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--stuck", type=float, default=30)
     ap.add_argument("--poll", type=float, default=2)
-    ap.add_argument("--kubeconfig", default=os.environ.get("CLUSTEREVAL_KUBECONFIG", ""))
-    ap.add_argument("--context", default=os.environ.get("CLUSTEREVAL_KUBE_CONTEXT", ""))
+    add_kubectl_options(ap)
     args = ap.parse_args(argv)
     nodes = [n for n in args.nodes.replace(" ", ",").split(",") if n]
     manifest = job_manifest(args.name, nodes, args.command, args.image, args.namespace, args.gpus, args.gpu_resource,
                             args.rdma_resource, 1, args.nad, args.topology_label,
                             [v for v in args.topology_values.split(",") if v])
-    kubectl = ["kubectl"] + ([f"--kubeconfig={args.kubeconfig}"] if args.kubeconfig else []) \
-        + ([f"--context={args.context}"] if args.context else [])
+    kubectl = kubectl_of(args)
     report = run(manifest, kubectl, args.timeout, args.stuck, args.poll)
     report["kubectl"] = " ".join(shlex.quote(k) for k in kubectl)
     sys.stdout.write(json.dumps(report, indent=1) + "\n")

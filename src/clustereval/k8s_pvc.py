@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shlex
 import sys
@@ -46,7 +45,15 @@ import time
 from typing import Any
 
 from clustereval.k8s_churn import TERMINAL, pod_timing
-from clustereval.k8s_pods import Interrupted, interrupt_on_signals, json_of, kubectl_run
+from clustereval.k8s_pods import (
+    Interrupted,
+    add_kubectl_options,
+    interrupt_on_signals,
+    json_of,
+    keys,
+    kubectl_of,
+    kubectl_run,
+)
 
 RUN_LABEL = "clustereval/pvc"
 FILE = "clustereval-pvc.bin"
@@ -281,14 +288,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cleanup-timeout", type=float, default=300)
     ap.add_argument("--poll", type=float, default=1)
     ap.add_argument("--tolerate", default="", help="comma-separated taint keys the writer pods tolerate")
-    ap.add_argument("--kubeconfig", default=os.environ.get("CLUSTEREVAL_KUBECONFIG", ""))
-    ap.add_argument("--context", default=os.environ.get("CLUSTEREVAL_KUBE_CONTEXT", ""))
+    add_kubectl_options(ap)
     args = ap.parse_args(argv)
-    kubectl = ["kubectl"] + ([f"--kubeconfig={args.kubeconfig}"] if args.kubeconfig else []) \
-        + ([f"--context={args.context}"] if args.context else [])
+    kubectl = kubectl_of(args)
     report = run(args.run, args.image, args.rounds, args.namespace, args.storage_class, args.size, args.access_mode,
                  args.write_mib, args.mount_path, kubectl, args.bind_timeout, args.pod_timeout,
-                 args.cleanup_timeout, args.poll, tuple(k for k in args.tolerate.replace(" ", "").split(",") if k))
+                 args.cleanup_timeout, args.poll, keys(args.tolerate))
     report["kubectl"] = " ".join(shlex.quote(k) for k in kubectl)
     sys.stdout.write(json.dumps(report, indent=1) + "\n")
     return 3 if report["api_error"] else 0
