@@ -49,7 +49,7 @@ GATE_FAILED = 3  # the run was measured and reported, and it found what --fail-o
 
 
 def _gate_of(args: argparse.Namespace) -> tuple[str, str | None]:
-    return getattr(args, "fail_on", "fail"), getattr(args, "min_tier", None)
+    return args.fail_on, args.min_tier
 
 
 def _gated(score: dict[str, object], gate_args: tuple[str, str | None], rc: int = 0) -> int:

@@ -257,6 +257,8 @@ class Kubernetes:
                 self.creating.pop(key, None)
                 self.start(pod, key, name, runtime, now, events, doc, mounts)
                 changed = True
+        for key in [k for k in self.creating if k not in present]:  # deleted before its container started
+            del self.creating[key]
         for key in [k for k in self.procs if k not in present]:  # force-deleted: the kubelet kills what is left
             proc, node = self.procs.pop(key)
             self.signal(proc, signal.SIGKILL)

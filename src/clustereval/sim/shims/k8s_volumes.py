@@ -436,9 +436,9 @@ def pod_mounts(api, pod, cluster_dir):
     mounts = []
     for c in (pod.get("spec") or {}).get("containers") or []:
         for m in c.get("volumeMounts") or []:
-            claim = claims.get(by_volume.get(m.get("name")))
             if m.get("name") not in by_volume:
                 continue
+            claim = claims.get(by_volume[m.get("name")])
             volume = ((claim or {}).get("spec") or {}).get("volumeName")
             if claim is None or (claim.get("status") or {}).get("phase") != "Bound" or volume not in volumes:
                 return None
