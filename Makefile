@@ -5,7 +5,8 @@ BIN         := $(VENV)/bin
 SIM_DIR     ?= $(CURDIR)/.sim/demo
 SIM_NODES   ?= 4
 SIM_PROFILE ?= reference
-DEB_PACKAGES := openssh-server openssh-client slurm-wlm slurm-client munge fio iperf3 iputils-ping iproute2 procps python3 prometheus-node-exporter sshfs glusterfs-server glusterfs-client nftables pciutils openmpi-bin sudo
+DEB_PACKAGES := openssh-server openssh-client slurm-wlm slurm-client munge fio iperf3 iputils-ping iproute2 procps python3 prometheus-node-exporter sshfs glusterfs-server glusterfs-client nftables pciutils openmpi-bin sudo \
+               postgresql chromium prometheus-pushgateway
 APT_STAMP   := $(VENV)/.apt-packages
 PIP_STAMP   := $(VENV)/.pip-installed
 # Small fio runs and a short mesh for the demo: a real run on a provider uses the role defaults (4 GiB and

@@ -367,6 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
     pa.add_argument("file", help="path, or - for stdin")
     pa.set_defaults(func=cmd_parse)
 
+    from clustereval import compare, history
+
+    compare.add_parser(sub)
+    history.add_parser(sub)
     try:
         from clustereval.sim import cli as sim_cli
     except ImportError:  # the simulated cluster is optional for a user's installation

@@ -52,12 +52,19 @@ def done_units(results: list[dict[str, Any]]) -> set[tuple[str, str]]:
     """The (check, host) units the results cover (a result on node1/gpu3 covers node1)."""
     cluster = {c for c, e in catalogue.load().items() if e["scope"] == "cluster"}
     out = set()
+    hosts_of: dict[Any, list[str]] = {}  # a fleet's results name far fewer subjects than there are results
     for result in results:
         check = str(result.get("check"))
         if check in cluster:
             out.add((check, CLUSTER_SUBJECT))
             continue
-        for host in subject_hosts(result.get("subject")) or [str(result.get("subject"))]:
+        subject = result.get("subject")
+        hosts = hosts_of.get(subject) if isinstance(subject, str) else None
+        if hosts is None:
+            hosts = subject_hosts(subject) or [str(subject)]
+            if isinstance(subject, str):
+                hosts_of[subject] = hosts
+        for host in hosts:
             out.add((check, host))
     return out
 

@@ -21,7 +21,7 @@ import fcntl
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -286,13 +286,48 @@ def _catalogue_ids() -> frozenset[str] | None:
         return None
 
 
-def load(run_dir: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[str]]:
+def _json_loads() -> Any:
+    """The fastest JSON reader at hand: orjson when installed (three to four times faster on result lines), else
+    the standard library's. Both refuse the same torn lines; orjson also refuses NaN and integers beyond 64 bits,
+    which :func:`dumps` never writes, so such a line is read again by the standard library before it is judged."""
+    try:
+        import orjson
+    except ImportError:
+        return json.loads
+
+    def loads(line: str) -> Any:
+        try:
+            return orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return json.loads(line)
+
+    return loads
+
+
+def _valid(obj: dict[str, Any]) -> bool:
+    """The common case of :func:`problems` (a well-formed result) answered without building its message list."""
+    get = obj.get
+    return (get("status") in _STATUS_SET and get("severity") in _SEVERITY_SET and get("phase") in _PHASE_SET
+            and all(get(name) not in (None, "") for name in REQUIRED_FIELDS)
+            and isinstance(get("artifacts", ()), list) and isinstance(get("evidence", _EMPTY), dict)
+            and isinstance(get("params", _EMPTY), dict) and "series" not in obj and "measured" not in obj)
+
+
+_STATUS_SET, _SEVERITY_SET, _PHASE_SET = frozenset(STATUSES), frozenset(SEVERITIES), frozenset(PHASES)
+_EMPTY: dict[str, Any] = {}
+
+
+def load(
+    run_dir: str | os.PathLike[str],
+    keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Read ``results.jsonl``; returns (results, warnings). Left out, each with a warning, never fatal: a torn line
     (a crash mid-write), a line that breaks the result contract (:func:`problems`: a missing field, an unknown
     status), a line whose check id is not in the check catalogue, and a line whose ``run_id`` is not the run's own
     (``run.json``'s ``run_id``, or one of its ``previous_run_ids``: earlier starts into the same directory; this rule
     is skipped when run.json names no run id). Such a line can neither add a verdict nor replace a real one, nor cap
-    the tier."""
+    the tier. ``keep``, when given, is applied to every result that is kept (the reports use it to hold a fleet's
+    passing results in fewer fields) before the next line is read, so the whole file is never in memory at once."""
     path = Path(run_dir) / RESULTS_FILE
     if not path.exists():
         return [], [f"{path} does not exist"]
@@ -304,19 +339,20 @@ def load(run_dir: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[st
     own_runs = {own_run, *_earlier_ids(info)} if own_run is not None else None
     results: list[dict[str, Any]] = []
     warnings: list[str] = []
+    loads = _json_loads()
     with open(path, encoding="utf-8", errors="replace") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = loads(line)
             except json.JSONDecodeError as exc:
                 warnings.append(f"{path.name}:{lineno}: unreadable line skipped ({exc.msg})")
                 continue
             if not isinstance(obj, dict):
                 warnings.append(f"{path.name}:{lineno}: not a JSON object, skipped")
                 continue
-            broken = problems(obj)
+            broken = [] if _valid(obj) else problems(obj)
             if broken:
                 warnings.append(f"{path.name}:{lineno}: breaks the result contract ({'; '.join(broken[:3])}), "
                                 "skipped")
@@ -328,7 +364,7 @@ def load(run_dir: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[st
                 warnings.append(f"{path.name}:{lineno}: from another run {obj['run_id']!r} (this run is "
                                 f"{own_run!r}), skipped")
                 continue
-            results.append(obj)
+            results.append(keep(obj) if keep is not None else obj)
     return results, warnings
 
 

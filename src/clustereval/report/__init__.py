@@ -16,7 +16,8 @@ from typing import Any
 
 from clustereval import plan
 from clustereval import results as results_mod
-from clustereval.scoring import load_catalogue, read_run_info, score_run, write_atomic
+from clustereval.scoring import load_catalogue, read_run_info, write_atomic
+from clustereval.scoring.score import score_loaded
 
 REPORT_MD = "report.md"
 JUNIT_XML = "junit.xml"
@@ -80,9 +81,10 @@ def artifact_links(result: dict[str, Any], run_dir: Path) -> list[tuple[str, boo
             try:
                 path = path.relative_to(run_dir.resolve())
             except ValueError:
-                out.append((clean_text(raw), path.exists()))
+                out.append((clean_text(raw), os.path.exists(path)))
                 continue
-        out.append((clean_text(path.as_posix()), (run_dir / path).exists()))
+        text = path.as_posix()
+        out.append((clean_text(text), os.path.exists(os.path.join(run_dir, text))))
     return out
 
 
@@ -92,26 +94,38 @@ def check_title(check: str, catalogue: dict[str, Any] | None, result: dict[str, 
     return one_line(entry.get("title") or (result or {}).get("title") or check)
 
 
-def group_by_check(results: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
-    """Results grouped per check, the check with the worst status first, subjects (and variants) worst first."""
+def group_by_check(
+    results: list[dict[str, Any]],
+) -> list[tuple[str, list[dict[str, Any]], dict[str, Any] | None]]:
+    """Results grouped per check as (check, the rows to show, the folded passes or None: see
+    :mod:`clustereval.report.fleet`), the check with the worst status first, rows worst first then by subject
+    and variant. A folded check's passes are summarised, never sorted: a fleet has millions of them."""
+    from clustereval.report import fleet
+
     groups: dict[str, list[dict[str, Any]]] = {}
     for result in results:
         groups.setdefault(str(result.get("check")), []).append(result)
     ordered = []
     for check, members in groups.items():
-        members.sort(key=lambda r: (results_mod.worst_first(r.get("status")), str(r.get("subject")),
-                                    results_mod.params_key(r.get("params"))))
-        ordered.append((check, members))
-    ordered.sort(key=lambda item: (results_mod.worst_first(item[1][0].get("status")), item[0]))
-    return ordered
+        shown, fold = fleet.split_passes(members)
+        shown.sort(key=lambda r: (results_mod.worst_first(r.get("status")), str(r.get("subject")),
+                                  results_mod.params_key(r.get("params"))))
+        worst = results_mod.worst_first(shown[0].get("status")) if shown else results_mod.worst_first("pass")
+        ordered.append((worst, check, shown, fold))
+    ordered.sort(key=lambda item: item[:2])
+    return [(check, shown, fold) for _, check, shown, fold in ordered]
 
 
 def group_by_host(results: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
     """Results per host they name (a host, its GPUs, the pairs and sets it is in), hosts in name order;
     a result about a pair appears under both hosts."""
     hosts: dict[str, list[dict[str, Any]]] = {}
+    hosts_of: dict[str, list[str]] = {}  # far fewer subjects than results in a fleet
     for result in results:
-        for host in results_mod.subject_hosts(result.get("subject")):
+        subject = str(result.get("subject"))
+        if subject not in hosts_of:
+            hosts_of[subject] = results_mod.subject_hosts(subject)
+        for host in hosts_of[subject]:
             hosts.setdefault(host, []).append(result)
     return sorted(hosts.items())
 
@@ -285,19 +299,22 @@ def hosts_summary(view: dict[str, Any]) -> str:
 
 
 def build_view(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """Everything a renderer needs, read from the run directory; (re)writes ``score.json``."""
-    run_dir = Path(run_dir)
-    catalogue, _ = load_catalogue()
-    score = score_run(run_dir, catalogue=catalogue)
-    loaded, _ = results_mod.load(run_dir)
-    info, _ = read_run_info(run_dir)
+    """Everything a renderer needs, read from the run directory once; (re)writes ``score.json``."""
     from clustereval import facts as facts_mod
+    from clustereval.report import fleet
 
+    run_dir = Path(run_dir)
+    catalogue, _ = load_catalogue()  # when it cannot be read, score_loaded reads it again and says why
+    loaded, warnings = results_mod.load(run_dir, keep=fleet.slimmer())
+    info, info_warnings = read_run_info(run_dir)
+    latest = results_mod.latest(plan.current(loaded, info))
+    del loaded  # the superseded lines: a fleet's results are held once
+    score = score_loaded(run_dir, latest, warnings + info_warnings, info, catalogue=catalogue)
     return {
         "facts": facts_mod.load(run_dir),
         "run_dir": run_dir,
         "score": score,
-        "results": results_mod.latest(plan.current(loaded, info)),
+        "results": latest,
         "run": info,
         "catalogue": catalogue,
         "warnings": list(score.get("load_warnings") or []),

@@ -23,12 +23,14 @@ from clustereval.report import (
     hardware_summary,
     hosts_summary,
     measured_text,
+    plots,
     run_state,
     series_links,
     subject_label,
     tier_text,
     timelines,
 )
+from clustereval.report.fleet import folded_text, host_rows, quiet_text
 from clustereval.scoring import score
 
 _CSS = """
@@ -185,8 +187,8 @@ def _checks(view: dict[str, Any]) -> str:
     out = ["<h2>Results by check</h2>"]
     if not view["results"]:
         out.append("<p>No check results were recorded.</p>")
-    for check, members in group_by_check(view["results"]):
-        first = members[0]
+    for check, members, fold in group_by_check(view["results"]):
+        first = (members or fold["examples"])[0]
         entry = (catalogue or {}).get(check) or {}
         timed = any(r.get("measured") for r in members)
         rows = [
@@ -209,13 +211,18 @@ def _checks(view: dict[str, Any]) -> str:
             body.append(f"<p>Why it matters: {esc(entry['why'])}</p>")
         if entry.get("fix") and any(r.get("status") in ("fail", "warn") for r in members):
             body.append(f"<p>How to fix: {esc(entry['fix'])}</p>")
+        if fold:
+            rows.append([f"{fold['count']:,} subjects", _status("pass"), "—",
+                         esc(format_expected(fold["expected"])) or "—", esc(folded_text(fold)),
+                         *(["—"] if timed else []), "—"])
         headers = ["subject", "status", "value", "expected", "summary", *(["measured"] if timed else []), "artifacts"]
         body.append(_table(headers, rows))
         title = f"{esc(check_title(check, catalogue, first))} (<code>{esc(check)}</code>)"
         if all(r.get("status") == "pass" for r in members):
+            passed = fold["count"] + len(members) if fold else len(members)
             out.append(
                 f'<details id="{anchor(check)}"><summary>{title} — '
-                f"pass on {len(members)} subject(s)</summary>" + "".join(body) + "</details>"
+                f"pass on {passed:,} subject(s)</summary>" + "".join(body) + "</details>"
             )
         else:
             out.append(f'<h3 id="{anchor(check)}">{title}</h3>' + "".join(body))
@@ -226,17 +233,16 @@ def _hosts(view: dict[str, Any]) -> str:
     grouped = group_by_host(view["results"])
     if not grouped:
         return ""
+    table, quiet = host_rows(grouped)
     rows = []
-    for host, members in grouped:
-        counts = {s: sum(1 for r in members if r.get("status") == s) for s in results_mod.STATUSES}
-        findings = sorted((r for r in members if r.get("status") in ("fail", "warn")),
-                          key=lambda r: results_mod.worst_first(r.get("status")))
+    for host, counts, findings in table:
         shown = "<br>".join(f"{_status(r.get('status'))} <code>{esc(r.get('check'))}</code> {esc(subject_label(r))}"
                             for r in findings[:5])
         more = f"<br>+{len(findings) - 5} more" if len(findings) > 5 else ""
         rows.append([esc(host), *[str(counts[s]) for s in results_mod.STATUSES], (shown + more) or "—"])
+    folded_note = f"<p>{esc(quiet_text(quiet))}</p>" if quiet else ""
     return ("<h2>Results by host</h2><p>Every result naming the host: its own, its GPUs', and the pairs and sets "
-            "it belongs to.</p>" + _table(["host", *results_mod.STATUSES, "findings"], rows))
+            "it belongs to.</p>" + _table(["host", *results_mod.STATUSES, "findings"], rows) + folded_note)
 
 
 def _timelines(view: dict[str, Any]) -> str:
@@ -271,10 +277,10 @@ def render(view: dict[str, Any]) -> str:
     """The self-contained HTML report for a view built by ``clustereval.report.build_view``."""
     title = esc(view["run"].get("run_id") or view["run_dir"].name)
     sections = [_header(view), _unreachable(view), _why(view), _categories(view), _hosts(view), _timelines(view),
-                _checks(view)]
+                plots.section_html(view), _checks(view)]
     sections.append(_skips_and_errors(view))
     body = "\n".join(s for s in sections if s)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>clustereval {title}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
+        f"<title>clustereval {title}</title><style>{_CSS}{plots.CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
     )

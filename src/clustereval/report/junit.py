@@ -3,7 +3,8 @@
 Mapping (JUnit has no "warn"): fail -> ``<failure>``, error -> ``<error>`` (the harness failed),
 skip -> ``<skipped message=reason>``, warn -> a passing testcase whose ``<system-out>`` starts with
 ``WARN:`` so CI stays green on advisories while the text remains searchable; pass -> passing testcase.
-Every testcase's ``<system-out>`` carries value, expected and artifact paths (relative to the run dir).
+Every testcase's ``<system-out>`` carries value, expected and artifact paths (relative to the run dir). A check
+with more passing subjects than ``fleet.FOLD_PASSES_AT`` has one testcase for all its passes.
 The tier and score are ``<properties>`` of the root. Control characters in any text are escaped
 (``\\xNN``) so the document is always well-formed XML 1.0.
 """
@@ -24,6 +25,7 @@ from clustereval.report import (
     series_links,
     subject_label,
 )
+from clustereval.report.fleet import folded_text, split_passes
 
 _SUITE_ORDER = ("audit", "performance", "reliability")
 
@@ -110,10 +112,19 @@ def render(view: dict[str, Any]) -> str:
     )
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for phase in order:
-        members = sorted(phases[phase], key=lambda r: (str(r.get("check")), str(r.get("subject")),
-                                                       str(subject_label(r))))
+        # a check's passes beyond the fold are one testcase (clustereval.report.fleet): a fleet's junit.xml holds
+        # its findings, not two million passing testcases
+        by_check: dict[str, list[dict[str, Any]]] = {}
+        for result in phases[phase]:
+            by_check.setdefault(str(result.get("check")), []).append(result)
+        members, folds = [], []
+        for check, results in sorted(by_check.items()):
+            shown, fold = split_passes(results)
+            members += sorted(shown, key=lambda r: (str(r.get("subject")), str(subject_label(r))))
+            if fold:
+                folds.append((check, fold))
         stats = {
-            "tests": len(members),
+            "tests": len(members) + len(folds),
             "failures": sum(1 for r in members if r.get("status") == "fail"),
             "errors": sum(1 for r in members if r.get("status") not in ("pass", "warn", "fail", "skip")),
             "skipped": sum(1 for r in members if r.get("status") == "skip"),
@@ -125,6 +136,10 @@ def render(view: dict[str, Any]) -> str:
         )
         for result in members:
             _testcase(suite, result, view)
+        for check, fold in folds:
+            case = ET.SubElement(suite, "testcase", {"classname": clean_text(check),
+                                                     "name": f"{fold['count']} passing subjects", "time": "0.000"})
+            ET.SubElement(case, "system-out").text = "PASS: " + folded_text(fold)
     for key, value in totals.items():
         root.set(key, str(value))
     ET.indent(root)

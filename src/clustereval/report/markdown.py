@@ -29,6 +29,7 @@ from clustereval.report import (
     tier_text,
     timelines,
 )
+from clustereval.report.fleet import folded_text, host_rows, quiet_text
 from clustereval.scoring import score
 
 
@@ -195,8 +196,8 @@ def _checks(view: dict[str, Any]) -> list[str]:
     lines = ["", "## Results by check", ""]
     if not view["results"]:
         return [*lines, "No check results were recorded."]
-    for check, members in group_by_check(view["results"]):
-        first = members[0]
+    for check, members, fold in group_by_check(view["results"]):
+        first = (members or fold["examples"])[0]
         entry = (catalogue or {}).get(check) or {}
         lines += [
             f'### <a id="{anchor(check)}"></a>{cell(check_title(check, catalogue, first))} (`{cell(check)}`)',
@@ -223,6 +224,9 @@ def _checks(view: dict[str, Any]) -> list[str]:
             ]
             for r in members
         ]
+        if fold:
+            rows.append([f"{fold['count']:,} subjects", "pass", "—", cell(format_expected(fold["expected"])) or "—",
+                         cell(folded_text(fold)), *(["—"] if timed else []), "—"])
         headers = ["subject", "status", "value", "expected", "summary", *(["measured"] if timed else []), "artifacts"]
         lines += ["", *_table(headers, rows), ""]
     return lines
@@ -233,18 +237,17 @@ def _hosts(view: dict[str, Any]) -> list[str]:
     grouped = group_by_host(view["results"])
     if not grouped:
         return []
+    table, quiet = host_rows(grouped)
     rows = []
-    for host, members in grouped:
-        counts = {s: sum(1 for r in members if r.get("status") == s) for s in results_mod.STATUSES}
-        findings = [r for r in members if r.get("status") in ("fail", "warn")]
-        findings.sort(key=lambda r: results_mod.worst_first(r.get("status")))
+    for host, counts, findings in table:
         shown = "<br>".join(f"{cell(r.get('status'))} `{cell(r.get('check'))}` {cell(subject_label(r))}"
                             for r in findings[:5])
         more = f"<br>+{len(findings) - 5} more" if len(findings) > 5 else ""
         rows.append([cell(host), *[str(counts[s]) for s in results_mod.STATUSES], (shown + more) or "—"])
     return ["", "## Results by host", "",
             "Every result naming the host: its own, its GPUs', and the pairs and sets it belongs to.", "",
-            *_table(["host", *results_mod.STATUSES, "findings"], rows)]
+            *_table(["host", *results_mod.STATUSES, "findings"], rows),
+            *(["", cell(quiet_text(quiet))] if quiet else [])]
 
 
 def _timelines(view: dict[str, Any]) -> list[str]:

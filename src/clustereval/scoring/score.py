@@ -11,6 +11,7 @@ import fnmatch
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +136,14 @@ def _domain_of(result: dict[str, Any], catalogue: dict[str, Any] | None) -> str:
 
 
 def _normalised(result: dict[str, Any], catalogue: dict[str, Any] | None, notes: list[str]) -> dict[str, Any]:
-    """A copy with status, severity and domain guaranteed valid; a broken result counts as error."""
+    """The result with status, severity and domain guaranteed valid; a broken result counts as error. A result
+    that already honours the contract is returned as it is (no copy: a fleet's two million results are not held
+    twice); one that needs fixing is copied, never changed in place."""
+    if (result.get("status") in _STATUSES and result.get("severity") in _SEVERITIES
+            and isinstance(result.get("check"), str) and result["check"]
+            and isinstance(result.get("subject"), str) and result["subject"]
+            and isinstance(result.get("domain"), str) and result["domain"]):
+        return result
     out = dict(result)
     out["check"] = str(result.get("check") or "unknown")
     out["subject"] = str(result.get("subject") or "unknown")
@@ -151,6 +159,9 @@ def _normalised(result: dict[str, Any], catalogue: dict[str, Any] | None, notes:
         )
         out["severity"] = fallback
     return out
+
+
+_STATUSES, _SEVERITIES = frozenset(results_mod.STATUSES), frozenset(results_mod.SEVERITIES)
 
 
 def _matches(result: dict[str, Any], when: dict[str, Any]) -> bool:
@@ -193,8 +204,20 @@ def unreachable_results(results: list[dict[str, Any]]) -> dict[str, dict[str, An
     return {r["subject"]: r for r in results if r.get("check") == plan.REACHABILITY and r.get("status") == "fail"}
 
 
+def _with_status(
+    results: list[dict[str, Any]], wanted: Any, by_status: dict[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The results a cap condition's ``status`` can match: only those of the named statuses when it names them
+    literally (a fleet's caps then look at its few fails, not at two million passes), else all."""
+    options = wanted if isinstance(wanted, list) else [wanted]
+    if wanted is None or not all(isinstance(o, str) and o in _STATUSES for o in options):
+        return results
+    return [r for status in dict.fromkeys(options) for r in by_status[status]]
+
+
 def _cap_triggers(
-    cap: dict[str, Any], results: list[dict[str, Any]], facts: dict[str, Any]
+    cap: dict[str, Any], results: list[dict[str, Any]], facts: dict[str, Any],
+    by_status: dict[str, list[dict[str, Any]]],
 ) -> tuple[list[dict[str, str]], str] | None:
     """The (check, subject) pairs that trigger a cap and a sentence of detail; None when it holds not."""
     when = cap["when"]
@@ -220,7 +243,7 @@ def _cap_triggers(
             f"measured categories carry {facts['measured_weight']:.0%} of the weight "
             f"(< {when['measured_weight_below']:.0%}); not measured: {unmeasured}"
         )
-    pairs = [_pair(r) for r in results if _matches(r, when)]
+    pairs = [_pair(r) for r in _with_status(results, when.get("status"), by_status) if _matches(r, when)]
     if not pairs:
         return None
     checks = sorted({p["check"] for p in pairs})
@@ -250,26 +273,44 @@ def score_results(
     # a category may also claim checks by id (globs) from another domain: audit.health.* is the health-check and
     # remediation category's evidence, not configuration's
     by_check = [(str(glob), name) for name, cat in rubric["categories"].items() for glob in cat.get("checks") or []]
-    counts = {status: 0 for status in results_mod.STATUSES}
-    for r in scored:
-        counts[r["status"]] += 1
-        r["_category"] = next((name for glob, name in by_check if fnmatch.fnmatchcase(r["check"], glob)),
-                              domain_to_category.get(r["domain"]))
+    category_cache: dict[tuple[str, str], str | None] = {}
+
+    def category_of(r: dict[str, Any]) -> str | None:
+        key = (r["check"], r["domain"])
+        if key not in category_cache:  # globs matched once per check, not once per result
+            category_cache[key] = next((name for glob, name in by_check if fnmatch.fnmatchcase(r["check"], glob)),
+                                       domain_to_category.get(r["domain"]))
+        return category_cache[key]
+
+    # One pass over the results: a fleet's two million are walked once here, not once per category.
+    by_status: dict[str, list[dict[str, Any]]] = {status: [] for status in results_mod.STATUSES}
+    member_of = [category_of(r) for r in scored]
+    tallies = {name: {"counts": dict.fromkeys(results_mod.STATUSES, 0), "earned": 0.0, "possible": 0.0}
+               for name in rubric["categories"]}
+    for r, name in zip(scored, member_of, strict=True):
+        status = r["status"]
+        by_status[status].append(r)
+        if name is None:
+            continue
+        tally = tallies[name]
+        tally["counts"][status] += 1
+        if status in VERDICTS:
+            weight = severity_weights[r["severity"]]
+            tally["earned"] += weight * status_points[status]
+            tally["possible"] += weight
+    counts = {status: len(members) for status, members in by_status.items()}
     unscored = set(rubric.get("unscored_domains") or [])
-    uncategorised = sorted({r["domain"] for r in scored if r["_category"] is None} - unscored)
+    uncategorised = sorted({domain for (_, domain), name in category_cache.items() if name is None} - unscored)
 
     categories: dict[str, dict[str, Any]] = {}
     for name, cat in rubric["categories"].items():
-        members = [r for r in scored if r["_category"] == name]
-        judged = [r for r in members if r["status"] in VERDICTS]
-        earned = sum(severity_weights[r["severity"]] * status_points[r["status"]] for r in judged)
-        possible = sum(severity_weights[r["severity"]] for r in judged)
+        earned, possible = tallies[name]["earned"], tallies[name]["possible"]
         categories[name] = {
             "title": cat.get("title", name),
             "weight": cat["weight"],
             "domains": list(cat.get("domains") or []),
             "checks": list(cat.get("checks") or []),
-            "counts": {s: sum(1 for r in members if r["status"] == s) for s in results_mod.STATUSES},
+            "counts": tallies[name]["counts"],
             "measured": possible > 0,
             "score": round(100.0 * earned / possible, 2) if possible > 0 else None,
             "_possible": possible,
@@ -281,22 +322,25 @@ def score_results(
     if measured_weight > 0:
         score = sum(c["weight"] * c["score"] for c in categories.values() if c["measured"]) / measured_weight
 
-    # Points lost, in overall-score points: summed over all results they equal 100 - score.
-    for r in scored:
-        cat = categories.get(r["_category"]) if r["_category"] else None
-        r["_lost"] = 0.0
-        if cat and cat["measured"] and measured_weight > 0 and r["status"] in VERDICTS:
+    # Points lost, in overall-score points: summed over all results they equal 100 - score. Only a verdict worth
+    # less than full points loses any (a warn or a fail with the default rubric), so only those are looked at.
+    losing = {status for status in VERDICTS if status_points[status] < 1}
+    lost: dict[int, float] = {}
+    for r, name in zip(scored, member_of, strict=True):
+        cat = categories.get(name) if name else None
+        if r["status"] in losing and cat and cat["measured"] and measured_weight > 0:
             share = cat["weight"] / measured_weight
             missed = severity_weights[r["severity"]] * (1 - status_points[r["status"]])
-            r["_lost"] = 100.0 * share * missed / cat["_possible"]
+            if missed > 0:
+                lost[id(r)] = 100.0 * share * missed / cat["_possible"]
 
     # A check that does not apply to this kind of cluster (a Kubernetes check on Slurm) is no missing
     # evidence: it leaves the coverage denominator.
-    not_applicable = sum(1 for r in scored if r["status"] == "skip"
-                         and isinstance(r.get("evidence"), dict) and r["evidence"].get("not_applicable"))
+    not_applicable = sum(1 for r in by_status["skip"]
+                         if isinstance(r.get("evidence"), dict) and r["evidence"].get("not_applicable"))
     total = len(scored) - not_applicable
     verdicts = sum(counts[s] for s in VERDICTS)
-    unreachable = unreachable_hosts(scored)
+    unreachable = unreachable_hosts(by_status["fail"])
     facts = {
         "coverage": verdicts / total if total else 0.0,
         "verdicts": verdicts,
@@ -314,7 +358,7 @@ def score_results(
     caps_applied: list[dict[str, Any]] = []
     trigger_caps: dict[tuple[str, str, str], list[str]] = {}
     for cap in rubric["caps"]:
-        found = _cap_triggers(cap, scored, facts)
+        found = _cap_triggers(cap, scored, facts, by_status)
         if found is None:
             continue
         pairs, detail = found
@@ -349,8 +393,12 @@ def score_results(
         if provisional["limits_tier"]:
             tier = supported
 
-    movers = _movers(scored, trigger_caps, catalogue, int(rubric.get("movers_limit", 20)))
-    hosts = sorted({host for r in scored for host in results_mod.subject_hosts(r["subject"])})
+    triggering = {key[:2] for key in trigger_caps}  # (check, subject): no identity built for every result
+    movers = _movers([r for r in scored if id(r) in lost
+                      or ((r["check"], r["subject"]) in triggering and _key(r) in trigger_caps)],
+                     lost, category_of, trigger_caps, catalogue, int(rubric.get("movers_limit", 20)))
+    # subjects first: a fleet has two million results but some ninety thousand subjects (hosts and their GPUs)
+    hosts = sorted({host for subject in {r["subject"] for r in scored} for host in results_mod.subject_hosts(subject)})
     out = {
         "tier": tier,
         "score": round(score, 2) if score is not None else None,
@@ -387,14 +435,16 @@ def score_results(
 
 
 def _movers(
-    scored: list[dict[str, Any]],
+    candidates: list[dict[str, Any]],
+    lost: dict[int, float],
+    category_of: Callable[[dict[str, Any]], str | None],
     trigger_caps: dict[tuple[str, str, str], list[str]],
     catalogue: dict[str, Any] | None,
     limit: int,
 ) -> dict[str, Any]:
-    """Results that lowered the tier (cap triggers, always listed) then the costliest, most first."""
-    candidates = [r for r in scored if r["_lost"] > 0 or _key(r) in trigger_caps]
-    candidates.sort(key=lambda r: (_key(r) not in trigger_caps, -r["_lost"], r["check"]))
+    """Results that lowered the tier (cap triggers, always listed) then the costliest, most first. ``lost`` holds
+    the points each result cost (by ``id``)."""
+    candidates.sort(key=lambda r: (_key(r) not in trigger_caps, -lost.get(id(r), 0.0), r["check"]))
     capped = [r for r in candidates if _key(r) in trigger_caps]
     listed = (
         capped
@@ -411,9 +461,9 @@ def _movers(
                 "params": r.get("params") or {},
                 "status": r["status"],
                 "severity": r["severity"],
-                "category": r["_category"],
+                "category": category_of(r),
                 "summary": r.get("summary", ""),
-                "points_lost": round(r["_lost"], 3),
+                "points_lost": round(lost.get(id(r), 0.0), 3),
                 "caps": trigger_caps.get(_key(r), []),
                 "artifacts": list(r.get("artifacts") or []),
             }
@@ -515,21 +565,35 @@ def score_run(
     run_dir = Path(run_dir)
     loaded, warnings = results_mod.load(run_dir)
     info, info_warnings = read_run_info(run_dir)
-    loaded = plan.current(loaded, info)  # a resume makes the harness's earlier reports on re-run hosts obsolete
+    return score_loaded(run_dir, results_mod.latest(plan.current(loaded, info)), warnings + info_warnings, info,
+                        rubric, catalogue)
+
+
+def score_loaded(
+    run_dir: Path,
+    latest: list[dict[str, Any]],
+    warnings: list[str],
+    info: dict[str, Any],
+    rubric: dict[str, Any] | None = None,
+    catalogue: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """:func:`score_run` on results already read: the latest per (check, subject, params), after
+    :func:`clustereval.plan.current`, with the warnings of reading them and ``run.json``. The reports read a run
+    once and score what they read (a fleet's results file is not parsed twice)."""
     if catalogue is None:
         catalogue, cat_warnings = load_catalogue()
         warnings = warnings + cat_warnings
     if rubric is None:
         options = info.get("options") if isinstance(info.get("options"), dict) else {}
         rubric = load_rubric(options.get("rubric"))
-    score = score_results(results_mod.latest(loaded), rubric, catalogue)
+    score = score_results(latest, rubric, catalogue)
     inventory = info.get("inventory") if isinstance(info.get("inventory"), dict) else {}
     inventory_hosts = inventory.get("hosts") if isinstance(inventory.get("hosts"), list) else []
     seen = set(score["subjects"]["hosts"])
     score["subjects"]["without_results"] = sorted(str(h) for h in inventory_hosts if str(h) not in seen)
-    score["load_warnings"] = warnings + info_warnings
+    score["load_warnings"] = warnings
     score["interrupted"] = info.get("interrupted") or None
-    score["progress"] = plan.progress(info.get("plan"), results_mod.latest(loaded))
+    score["progress"] = plan.progress(info.get("plan"), latest)
     if score["interrupted"]:
         done = plan.phrase(score["progress"])
         score["explanation"].insert(0, f"The run was interrupted ({score['interrupted']})"

@@ -1,0 +1,138 @@
+"""Reports that stay readable at fleet scale: passing detail grouped and folded, not repeated per host.
+
+A check that passed on more than :data:`FOLD_PASSES_AT` subjects is shown as one line for all its passes (how
+many, on which hosts, the value's spread and the expected value) beside a row for each subject that did not
+pass. At 10,000 nodes x 200 checks that is some thirty thousand rows of findings instead of two million rows,
+and it is what a reader wants: the failures first, the passes as a count. ``results.jsonl`` keeps every
+result, each with its own raw artifacts (``raw/<host>/...``).
+
+Reading such a run, the passes of those checks are held in fewer fields (:func:`slimmer`): what the folded line,
+the score and the plots read (check, subject, variant, status, value, expected...), not their summaries and
+artifact lists, which no report shows for a folded pass. That is what keeps two million results inside 2 GB.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from clustereval import results as results_mod
+
+# More passing subjects than this and a check's passes are folded into one line. Twenty keeps a node's or a
+# small cluster's passes visible one by one (an 8-GPU node's per-GPU checks, a 16-node pair mesh's hosts).
+FOLD_PASSES_AT = 20
+# The fields a folded pass keeps: identity, verdict, value, and what the score, the caps and the plots read.
+SLIM_FIELDS = ("check", "subject", "params", "status", "severity", "domain", "phase", "value", "unit", "expected",
+               "series", "measured", "duration_s", "title")
+_INTERNED = ("check", "status", "severity", "domain", "phase", "unit")
+
+
+def slimmer() -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A ``keep`` function for :func:`clustereval.results.load`: passes beyond a check's first
+    :data:`FOLD_PASSES_AT` lose the fields no report shows for them; repeated texts and small mappings (the
+    expected value, the variant) are shared between results instead of held once per result."""
+    passes: Counter[str] = Counter()
+    shared: dict[Any, Any] = {}
+
+    def share(value: Any) -> Any:
+        if isinstance(value, dict):
+            try:
+                key = ("dict", tuple(value.items()))
+                return shared.setdefault(key, value)
+            except TypeError:  # a list or mapping inside: rare, kept as it is
+                return value
+        return value
+
+    def keep(result: dict[str, Any]) -> dict[str, Any]:
+        if result.get("status") != "pass":
+            return result
+        check = result.get("check")
+        passes[check] += 1
+        if passes[check] <= FOLD_PASSES_AT:
+            return result
+        slim = {name: result[name] for name in SLIM_FIELDS if name in result}
+        for name in _INTERNED:
+            if isinstance(slim.get(name), str):
+                slim[name] = sys.intern(slim[name])
+        for name in ("params", "expected"):
+            if name in slim:
+                slim[name] = share(slim[name])
+        return slim
+
+    return keep
+
+
+def split_passes(members: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """A check's results as (the rows to show, the folded passes or None). Rows keep their order."""
+    passes = [r for r in members if r.get("status") == "pass"]
+    if len(passes) <= FOLD_PASSES_AT:
+        return members, None
+    return [r for r in members if r.get("status") != "pass"], folded(passes)
+
+
+def folded(passes: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the folded line says about a check's passes: how many, on how many hosts (first and last by name),
+    how many variants, the value's min/median/max and unit, and the expected value (the first pass's)."""
+    hosts = sorted({host for subject in {str(r.get("subject")) for r in passes}
+                    for host in results_mod.subject_hosts(subject)})
+    values = [v for v in (r.get("value") for r in passes)
+              if isinstance(v, int | float) and not isinstance(v, bool) and v == v]
+    units = Counter(str(r.get("unit")) for r in passes if r.get("unit"))
+    variants = {results_mod.params_key(r.get("params")) for r in passes}
+    return {
+        "count": len(passes),
+        "hosts": len(hosts),
+        "first_host": hosts[0] if hosts else None,
+        "last_host": hosts[-1] if hosts else None,
+        "variants": len(variants),
+        "values": ({"min": min(values), "median": statistics.median(values), "max": max(values)}
+                   if values else None),
+        "unit": units.most_common(1)[0][0] if units else "",
+        "expected": passes[0].get("expected"),
+        "examples": passes[:1],
+    }
+
+
+def host_rows(
+    grouped: list[tuple[str, list[dict[str, Any]]]],
+) -> tuple[list[tuple[str, dict[str, int], list[dict[str, Any]]]], list[str]]:
+    """The per-host table: (host, counts per status, its warn and fail findings worst first) per host, and the
+    hosts folded away. Hosts whose every result passed are folded when there are more than
+    :data:`FOLD_PASSES_AT` of them: the table then lists the hosts with something to say."""
+    rows, quiet = [], []
+    for host, members in grouped:
+        tally = Counter(str(r.get("status")) for r in members)
+        counts = {status: tally.get(status, 0) for status in results_mod.STATUSES}
+        findings = sorted((r for r in members if r.get("status") in ("fail", "warn")),
+                          key=lambda r: results_mod.worst_first(r.get("status")))
+        rows.append((host, counts, findings))
+        if counts["pass"] == len(members):
+            quiet.append(host)
+    if len(quiet) <= FOLD_PASSES_AT:
+        return rows, []
+    folded_hosts = set(quiet)
+    return [row for row in rows if row[0] not in folded_hosts], quiet
+
+
+def quiet_text(quiet: list[str]) -> str:
+    """'9,412 hosts passed every check (node00001 … node10000): not listed one by one'."""
+    span = f" ({quiet[0]} … {quiet[-1]})" if len(quiet) > 1 else ""
+    return f"{len(quiet):,} hosts passed every result naming them{span}: not listed one by one."
+
+
+def folded_text(fold: dict[str, Any]) -> str:
+    """'pass on 79,992 subjects of 9,999 hosts (node00001 … node10000), 1 variant; value min 650.2 · median
+    700.1 · max 760.3 TFLOP/s'."""
+    where = f"{fold['count']:,} subjects"
+    if fold["hosts"]:
+        span = (f"{fold['first_host']} … {fold['last_host']}" if fold["hosts"] > 1 else fold["first_host"])
+        where += f" of {fold['hosts']:,} hosts ({span})"
+    text = f"pass on {where}, {fold['variants']} variant{'s' if fold['variants'] != 1 else ''}"
+    values = fold["values"]
+    if values:
+        unit = f" {fold['unit']}" if fold["unit"] else ""
+        text += (f"; value min {values['min']:g} · median {values['median']:g} · max {values['max']:g}{unit}")
+    return text + "; each subject's raw output is under raw/<host>/ and its line in results.jsonl"
