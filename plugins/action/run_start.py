@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 from datetime import UTC, datetime
 
 from ansible.errors import AnsibleActionFail
@@ -79,6 +80,7 @@ class ActionModule(ActionBase):
             "phases": list(args.get("phases") or []),
             "inventory": inventory_summary(task_vars, list(args.get("targets") or [])),
             "versions": {"clustereval": __version__, "ansible_core": ansible_version},
+            "controller": socket.gethostname(),  # where the judge ran: junit.xml's testsuite hostname
             "options": safe_options(task_vars),
             "entry_point": os.environ.get("CLUSTEREVAL_ENTRY_POINT", "ansible-playbook"),
             # What decides the checks (and what `clustereval resume` runs again with).

@@ -40,7 +40,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     extravars, files = _extravars(args.extra_vars or [])
-    return _run_and_report(args.inventory, _gate_of(args), phases=phases, out=args.out, extravars=extravars,
+    return _run_and_report(args.inventory, _gate_of(args), args, phases=phases, out=args.out, extravars=extravars,
                            extra_files=files, tags=args.tags, skip_tags=args.skip_tags, limit=args.limit,
                            verbosity=args.verbose)
 
@@ -69,9 +69,10 @@ def _gated(score: dict[str, object], gate_args: tuple[str, str | None], rc: int 
     return rc
 
 
-def _run_and_report(inventory: str, gate_args: tuple[str, str | None] = ("fail", None), **kwargs: object) -> int:
-    """Run the playbook, then say this run's tier (never an earlier run's left in the same directory) and gate
-    the exit status on it."""
+def _run_and_report(inventory: str, gate_args: tuple[str, str | None] = ("fail", None),
+                    export: argparse.Namespace | None = None, **kwargs: object) -> int:
+    """Run the playbook, then say this run's tier (never an earlier run's left in the same directory), export its
+    metrics where ``export`` (the parsed export options) asks and gate the exit status on it."""
     from clustereval import report, runner
 
     started = time.time()
@@ -91,7 +92,8 @@ def _run_and_report(inventory: str, gate_args: tuple[str, str | None] = ("fail",
     print(f"Run directory: {run_dir}")
     if score is None:
         return rc or 1
-    return _gated(score, gate_args, rc)
+    exported = _export(export, run_dir) if export is not None else 0
+    return _gated(score, gate_args, rc) or exported
 
 
 class _TaggedLoader(yaml.SafeLoader):
@@ -167,7 +169,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
           f"{', '.join(hosts)}; cluster-wide checks judged again over {len(request['fleet'])} hosts")
     selection = info.get("selection") or {}
     tags = [t for t in selection.get("tags") or [] if t != "all"]
-    return _run_and_report(inventories[0], _gate_of(args), phases=list(info.get("phases") or []) or None,
+    return _run_and_report(inventories[0], _gate_of(args), args, phases=list(info.get("phases") or []) or None,
                            out=str(run_dir),
                            extravars={**extra, "clustereval_resume": request}, extra_files=files,
                            tags=",".join(tags) or None,
@@ -193,7 +195,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     for warning in score.get("load_warnings") or []:
         print(f"clustereval: {warning}", file=sys.stderr)
     print(report.summary_line(score))
-    return _gated(score, _gate_of(args))
+    exported = _export(args, run_dir)
+    return _gated(score, _gate_of(args)) or exported
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
@@ -314,6 +317,51 @@ def _gate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-tier", help="exit 3 when the tier is below this one (e.g. Gold)")
 
 
+def _export_options(parser: argparse.ArgumentParser) -> None:
+    """Where the run's metrics (its ``metrics.prom``) go besides the run directory."""
+    parser.add_argument("--textfile-dir", help="also write the metrics into this node_exporter textfile-collector "
+                                               "directory (atomically)")
+    parser.add_argument("--textfile-name", default="clustereval.prom",
+                        help="the file name there (default clustereval.prom; one per cluster when a node exports "
+                             "several)")
+    parser.add_argument("--pushgateway", help="also push the metrics to this Pushgateway (http(s)://host:port; "
+                                              "user:password@ becomes an Authorization header)")
+    parser.add_argument("--push-job", default="clustereval", help="the Pushgateway job (default clustereval); the "
+                                                                   "group is job + cluster")
+
+
+def _export(args: argparse.Namespace, run_dir: Path) -> int:
+    """Export ``run_dir/metrics.prom`` as ``args`` ask; 0, or 2 after saying in one line what failed."""
+    from clustereval.report import METRICS_PROM, prometheus
+    from clustereval.scoring.score import read_run_info
+
+    if not (args.textfile_dir or args.pushgateway):
+        return 0
+    try:
+        text = (run_dir / METRICS_PROM).read_text(encoding="utf-8")
+    except OSError as exc:
+        print(f"clustereval: no metrics to export: {run_dir / METRICS_PROM} cannot be read ({exc.strerror})",
+              file=sys.stderr)
+        return 2
+    rc = 0
+    if args.textfile_dir:
+        try:
+            print(f"wrote {prometheus.write_text(text, args.textfile_dir, args.textfile_name)}")
+        except prometheus.ExportError as exc:
+            print(f"clustereval: textfile export failed: {exc}", file=sys.stderr)
+            rc = 2
+    if args.pushgateway:
+        info, _ = read_run_info(run_dir)
+        try:
+            target = prometheus.push(text, args.pushgateway, job=args.push_job,
+                                     grouping={"cluster": prometheus.cluster_of({"run": info})})
+            print(f"pushed to {target}")
+        except prometheus.ExportError as exc:
+            print(f"clustereval: Pushgateway export failed: {exc}", file=sys.stderr)
+            rc = 2
+    return rc
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="clustereval", description=__doc__)
     parser.add_argument("--version", action="version", version=f"clustereval {__version__}")
@@ -329,6 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--limit", help="ansible host pattern to limit the run to")
     ev.add_argument("-v", "--verbose", action="count", default=0)
     _gate_options(ev)
+    _export_options(ev)
     ev.set_defaults(func=cmd_evaluate)
 
     rs = sub.add_parser("resume", help="run what a run directory still lacks (missing or errored checks, "
@@ -339,11 +388,13 @@ def build_parser() -> argparse.ArgumentParser:
                                                                 "(secrets the run directory does not keep)")
     rs.add_argument("-v", "--verbose", action="count", default=0)
     _gate_options(rs)
+    _export_options(rs)
     rs.set_defaults(func=cmd_resume)
 
     rp = sub.add_parser("report", help="re-render score and reports of a saved run (no cluster access)")
     rp.add_argument("run_dir")
     _gate_options(rp)
+    _export_options(rp)
     rp.set_defaults(func=cmd_report)
 
     ud = sub.add_parser("undo", help="revert what a run's action journal says is still applied on the nodes")

@@ -14,11 +14,13 @@ import subprocess
 import threading
 import time
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
 
+from clustereval.report import fleet
 from clustereval.results import problems
 from clustereval.sim import cluster
 from tests.integration.simrun import (
@@ -116,7 +118,18 @@ def test_score_run_json_and_junit(cli_run):
     assert run["phases"] == ["audit", "performance"] and run["ended"]
     assert sorted(run["inventory"]["hosts"]) == ["node1", "node2", "node3", "node4"]
     junit = ET.parse(run_dir / "junit.xml").getroot()
-    assert len(junit.findall(".//testcase")) == len(results(run_dir))
+    # every result that is not a pass has its own testcase; a check's passes are one testcase once there are more
+    # than FOLD_PASSES_AT of them, whose name says how many it stands for
+    cases = junit.findall(".//testcase")
+    folded = [c for c in cases if c.get("name", "").endswith(" passing subjects")]
+    stood_for = len(cases) - len(folded) + sum(int(c.get("name").split()[0]) for c in folded)
+    assert stood_for == len(results(run_dir))
+    passes_per_check = Counter(r["check"] for r in results(run_dir) if r["status"] == "pass")
+    assert sorted(c.get("classname") for c in folded) == sorted(
+        check for check, n in passes_per_check.items() if n > fleet.FOLD_PASSES_AT)
+    non_pass = [r for r in results(run_dir) if r["status"] != "pass"]
+    assert len([c for c in cases if c.find("failure") is not None or c.find("error") is not None
+                or c.find("skipped") is not None]) == sum(r["status"] in ("fail", "error", "skip") for r in non_pass)
 
 
 def test_report_rerenders_without_the_cluster(cli_run, tmp_path):

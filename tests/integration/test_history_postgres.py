@@ -13,16 +13,14 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from clustereval import history, results
-from tests.unit.test_history import BUSBW, BUSBW_PARAMS, GEMM, H100, make_run
+from tests.unit.test_history import BUSBW, BUSBW_PARAMS, GEMM, H100, make_run, record_at_once
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 REPO = Path(__file__).resolve().parents[2]
@@ -141,24 +139,7 @@ def test_concurrent_records_of_different_runs_both_land(tmp_path: Path, db_url: 
     hosts = {f"node{i:04d}": float(i) for i in range(2000)}
     run_dirs = [make_run(tmp_path, run_id, started=f"2026-02-0{day}T00:00:00Z", values=hosts)
                 for day, run_id in enumerate(("c1", "c2"), 1)]
-    go = tmp_path / "go"
-    code = ("import sys, time, pathlib\n"
-            "from clustereval import history\n"
-            "while not pathlib.Path(sys.argv[1]).exists(): time.sleep(0.01)\n"
-            "with history.open_store(sys.argv[2]) as store: history.record(store, sys.argv[3])\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(go), db_url, str(d)], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for d in run_dirs]
-    try:
-        time.sleep(1.0)  # both imported and waiting
-        go.touch()
-        outcomes = [proc.communicate(timeout=120) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    assert [proc.returncode for proc in procs] == [0, 0], outcomes
+    record_at_once(tmp_path, db_url, run_dirs)
     with history.open_store(db_url) as store:
         assert [r["run_id"] for r in history.list_runs(store)] == ["c2", "c1"]
         counts = store.query("SELECT run_id, COUNT(*) AS n FROM results GROUP BY run_id ORDER BY run_id")

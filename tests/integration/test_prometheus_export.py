@@ -83,7 +83,11 @@ def pushgateway(tmp_path) -> Iterator[int]:
     if not PUSHGATEWAY.exists():
         pytest.skip(f"{PUSHGATEWAY} is missing (apt-get install prometheus-pushgateway)")
     port = free_port()
-    with daemon([str(PUSHGATEWAY), f"--web.listen-address=127.0.0.1:{port}"], port, tmp_path / "pushgateway.log"):
+    # Debian's build persists to /var/lib/prometheus/pushgateway.data by default: every test would see the groups
+    # of the tests before it (and leave its own behind)
+    argv = [str(PUSHGATEWAY), f"--web.listen-address=127.0.0.1:{port}",
+            f"--persistence.file={tmp_path / 'pushgateway.data'}"]
+    with daemon(argv, port, tmp_path / "pushgateway.log"):
         yield port
 
 
@@ -135,3 +139,40 @@ def test_pushgateway_refusal_is_a_clear_error(pushgateway):
     with pytest.raises(prom.ExportError, match="refused the push: HTTP 400") as caught:
         prom.push("this is no metric\n", f"http://user:hunter2@127.0.0.1:{pushgateway}", grouping={"cluster": "x"})
     assert "hunter2" not in str(caught.value)
+
+
+def test_report_command_exports_to_the_collector_and_the_gateway(tmp_path, node_exporter, pushgateway, capsys):
+    """``clustereval report RUN --textfile-dir --pushgateway``: the run's metrics.prom reaches both daemons; the
+    gate still decides the exit status (the run has a fail), and a password in the gateway URL is never printed."""
+    from clustereval import cli
+
+    port, folder = node_exporter
+    run_dir = make_view(tmp_path, MIXED)["run_dir"]
+    rc = cli.main(["report", str(run_dir), "--textfile-dir", str(folder), "--textfile-name", "lab-a.prom",
+                   "--pushgateway", f"http://ops:s3cret@127.0.0.1:{pushgateway}"])
+    out = capsys.readouterr()
+    assert rc == cli.GATE_FAILED, out
+    assert (run_dir / "metrics.prom").read_text(encoding="utf-8") == (folder / "lab-a.prom").read_text(encoding="utf-8")
+    collected = parsed(scrape(port))
+    assert collected["node_textfile_scrape_error"].samples[0].value == 0
+    assert collected["clustereval_score"].samples[0].labels["cluster"] == "lab-a"
+    pushed = parsed(scrape(pushgateway))
+    scores = pushed["clustereval_score"].samples
+    assert [(s.labels["job"], s.labels["cluster"]) for s in scores] == [("clustereval", "lab-a")], scores
+    assert "/metrics/job/clustereval/cluster/lab-a" in out.out
+    assert "s3cret" not in out.out + out.err
+
+
+def test_report_command_says_which_export_failed_and_keeps_the_reports(tmp_path, capsys):
+    """An export that cannot happen exits 2 with one line each; the run directory's reports are all written."""
+    from clustereval import cli
+
+    run_dir = make_view(tmp_path, MIXED[:1])["run_dir"]
+    rc = cli.main(["report", str(run_dir), "--textfile-dir", str(tmp_path / "absent"),
+                   "--pushgateway", f"http://127.0.0.1:{free_port()}"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "textfile export failed: textfile directory" in err and "does not exist" in err
+    assert "Pushgateway export failed: cannot reach Pushgateway" in err
+    for name in ("report.md", "junit.xml", "report.html", "metrics.prom", "score.json"):
+        assert (run_dir / name).is_file(), name

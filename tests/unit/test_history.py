@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import builtins
 import json
+import os
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +66,30 @@ def make_run(base: Path, run_id: str, *, started: str, values: dict[str, float],
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     return str(tmp_path / "store" / "history.sqlite")
+
+
+def record_at_once(tmp_path: Path, url: str, run_dirs: list[Path]) -> None:
+    """Record each run dir into ``url`` from its own process, all released at the same instant; every one must
+    exit 0 (a writer that has to wait waits, it does not fail)."""
+    go = tmp_path / "go"
+    code = ("import sys, time, pathlib\n"
+            "from clustereval import history\n"
+            "while not pathlib.Path(sys.argv[1]).exists(): time.sleep(0.01)\n"
+            "with history.open_store(sys.argv[2]) as store: history.record(store, sys.argv[3])\n")
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(go), url, str(d)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for d in run_dirs]
+    try:
+        time.sleep(1.0)  # all imported and waiting
+        go.touch()
+        outcomes = [proc.communicate(timeout=120) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert [proc.returncode for proc in procs] == [0] * len(procs), outcomes
 
 
 def cli(argv: list[str]) -> int:
@@ -318,36 +346,14 @@ def test_a_failed_record_leaves_the_earlier_record(tmp_path: Path, db: str, monk
         assert store.query("SELECT COUNT(*) AS n FROM series")[0]["n"] == 1
 
 
-def test_concurrent_sqlite_records_both_land(tmp_path: Path, db: str) -> None:
-    """Two processes record two runs at once into a store neither has created yet: SQLite's one writer at a time
-    makes the second wait, it does not fail."""
-    import os
-    import subprocess
-    import sys
-    import time
-
+def test_concurrent_sqlite_records_all_land(tmp_path: Path, db: str) -> None:
+    """Three processes record three runs at once into a store none has created yet: SQLite's one writer at a
+    time (and its switch of a new file to WAL, which answers "locked" without waiting) makes the others wait,
+    they do not fail."""
     hosts = {f"node{i:03d}": float(i) for i in range(300)}
     run_dirs = [make_run(tmp_path, run_id, started=f"2026-02-0{day}T00:00:00Z", values=hosts)
-                for day, run_id in enumerate(("c1", "c2"), 1)]
-    go = tmp_path / "go"
-    code = ("import sys, time, pathlib\n"
-            "from clustereval import history\n"
-            "while not pathlib.Path(sys.argv[1]).exists(): time.sleep(0.01)\n"
-            "with history.open_store(sys.argv[2]) as store: history.record(store, sys.argv[3])\n")
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(go), db, str(d)], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for d in run_dirs]
-    try:
-        time.sleep(1.0)  # both imported and waiting
-        go.touch()
-        outcomes = [proc.communicate(timeout=120) for proc in procs]
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    assert [proc.returncode for proc in procs] == [0, 0], outcomes
+                for day, run_id in enumerate(("c1", "c2", "c3"), 1)]
+    record_at_once(tmp_path, db, run_dirs)
     with history.open_store(db) as store:
-        assert [r["run_id"] for r in history.list_runs(store)] == ["c2", "c1"]
-        assert store.query("SELECT COUNT(*) AS n FROM results")[0]["n"] == 2 * 301
+        assert [r["run_id"] for r in history.list_runs(store)] == ["c3", "c2", "c1"]
+        assert store.query("SELECT COUNT(*) AS n FROM results")[0]["n"] == 3 * 301

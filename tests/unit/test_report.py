@@ -90,7 +90,7 @@ def rendered(tmp_path):
 
 def test_render_all_writes_every_report(rendered):
     run_dir, paths = rendered
-    assert [p.name for p in paths] == ["report.md", "junit.xml", "report.html"]
+    assert [p.name for p in paths] == ["report.md", "junit.xml", "report.html", "metrics.prom"]
     assert all(p.parent == run_dir and p.stat().st_size > 0 for p in paths)
     assert (run_dir / "score.json").exists()
     assert not [p for p in run_dir.iterdir() if p.name.startswith(".")]  # no temp files left behind
@@ -125,6 +125,34 @@ def test_junit_maps_statuses_and_is_valid_xml(rendered):
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["unreachable"] == "node3"
     assert props["provisional"].startswith("measured=configuration; not_measured=gpu_compute,network,")
+
+
+def test_junit_says_when_and_where_each_test_ran(tmp_path):
+    """Per testcase: the node it is about and when the measured thing started (the judge's time without a
+    measurement), in the UTC form the JUnit schema takes; per suite: the controller, the first start and the
+    summed time."""
+    timed = [
+        result("audit.gpu.inventory", started="2025-01-01T10:00:03Z"),
+        result("network.mesh.tcp_bandwidth", subject="node2->node1", phase="performance",
+               started="2025-01-01T10:03:00Z",
+               measured={"started": "2025-01-01T11:01:30+01:00", "ended": "2025-01-01T10:02:50Z"}),
+        result("storage.fio.seq_read", subject="_cluster", phase="performance", started="not a time"),
+    ]
+    run_dir = make_run(tmp_path, results=timed, run_info={**RUN_INFO, "controller": "ops-bastion"})
+    render_all(run_dir)
+    root = ET.parse(run_dir / "junit.xml").getroot()
+    cases = {c.get("classname"): c for c in root.iter("testcase")}
+    assert (cases["audit.gpu.inventory"].get("hostname"), cases["audit.gpu.inventory"].get("timestamp")) == (
+        "node1", "2025-01-01T10:00:03")
+    mesh = cases["network.mesh.tcp_bandwidth"]
+    assert (mesh.get("hostname"), mesh.get("timestamp")) == ("node2", "2025-01-01T10:01:30")
+    fio = cases["storage.fio.seq_read"]
+    assert fio.get("hostname") is None and fio.get("timestamp") is None  # cluster-wide, and no usable time
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    assert {s.get("hostname") for s in suites.values()} == {"ops-bastion"}
+    assert suites["audit"].get("timestamp") == "2025-01-01T10:00:03"
+    assert suites["performance"].get("timestamp") == "2025-01-01T10:03:00"
+    assert suites["performance"].get("time") == "3.000"
 
 
 def test_junit_escapes_hostile_summaries(rendered):

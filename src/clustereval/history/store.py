@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -206,11 +207,34 @@ def _open_sqlite(path: str) -> Store:
         if not target.exists():
             os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))  # the history is the operator's alone
         conn = sqlite3.connect(target, timeout=SQLITE_BUSY_TIMEOUT_S, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")  # readers (history list) never wait for a writer
-        conn.execute("PRAGMA foreign_keys=ON")
+        try:
+            _while_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"))  # readers never wait for a writer
+            conn.execute("PRAGMA foreign_keys=ON")
+        except BaseException:
+            conn.close()
+            raise
     except (OSError, sqlite3.Error) as exc:
         raise HistoryError(f"history store {path} cannot be opened: {exc}") from None
     return Store("sqlite", conn, str(target))
+
+
+def _while_busy(step: Callable[[], object]) -> None:
+    """Run ``step`` until SQLite stops answering "database is locked", for up to the busy timeout.
+
+    Switching a new file to WAL takes the file's exclusive lock, and SQLite answers a second opener that is
+    switching at the same moment with SQLITE_BUSY at once, without calling the busy handler that
+    ``timeout=`` installs (it could deadlock otherwise). Two first writers are ordinary, so they take turns.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+    while True:
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            contended = "locked" in str(exc) or "busy" in str(exc)
+            if not contended or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _open_postgres(url: str) -> Store:

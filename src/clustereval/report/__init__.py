@@ -16,12 +16,13 @@ from typing import Any
 
 from clustereval import plan
 from clustereval import results as results_mod
-from clustereval.scoring import load_catalogue, read_run_info, write_atomic
-from clustereval.scoring.score import score_loaded
+from clustereval.scoring import load_catalogue, write_atomic
+from clustereval.scoring.score import load_current, score_loaded
 
 REPORT_MD = "report.md"
 JUNIT_XML = "junit.xml"
 REPORT_HTML = "report.html"
+METRICS_PROM = "metrics.prom"  # the Prometheus text of the run, what --textfile-dir and --pushgateway export
 
 # Worst first: a reader scanning a report meets the problems before the passes (one order, results.Status).
 STATUS_ORDER = {status: -results_mod.rank(status) for status in results_mod.Status}
@@ -305,11 +306,8 @@ def build_view(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
 
     run_dir = Path(run_dir)
     catalogue, _ = load_catalogue()  # when it cannot be read, score_loaded reads it again and says why
-    loaded, warnings = results_mod.load(run_dir, keep=fleet.slimmer())
-    info, info_warnings = read_run_info(run_dir)
-    latest = results_mod.latest(plan.current(loaded, info))
-    del loaded  # the superseded lines: a fleet's results are held once
-    score = score_loaded(run_dir, latest, warnings + info_warnings, info, catalogue=catalogue)
+    latest, warnings, info, history = load_current(run_dir, keep=fleet.slimmer())
+    score = score_loaded(run_dir, latest, warnings, info, catalogue=catalogue, history=history)
     return {
         "facts": facts_mod.load(run_dir),
         "run_dir": run_dir,
@@ -322,17 +320,18 @@ def build_view(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def render_all(run_dir: str | os.PathLike[str]) -> list[Path]:
-    """(Re)score a run directory and write ``report.md``, ``junit.xml`` and ``report.html``.
+    """(Re)score a run directory and write ``report.md``, ``junit.xml``, ``report.html`` and ``metrics.prom``.
 
     Tolerates a missing ``run.json``, a missing catalogue and a torn ``results.jsonl`` (each becomes
     a warning inside the reports). Returns the paths written.
     """
-    from clustereval.report import html, junit, markdown
+    from clustereval.report import html, junit, markdown, prometheus
 
     view = build_view(run_dir)
     run_dir = Path(run_dir)
     written = []
-    for name, render in ((REPORT_MD, markdown.render), (JUNIT_XML, junit.render), (REPORT_HTML, html.render)):
+    for name, render in ((REPORT_MD, markdown.render), (JUNIT_XML, junit.render), (REPORT_HTML, html.render),
+                         (METRICS_PROM, prometheus.render)):
         path = run_dir / name
         write_atomic(path, render(view))
         written.append(path)
@@ -341,6 +340,7 @@ def render_all(run_dir: str | os.PathLike[str]) -> list[Path]:
 
 __all__ = [
     "JUNIT_XML",
+    "METRICS_PROM",
     "REPORT_HTML",
     "REPORT_MD",
     "STATUS_ORDER",

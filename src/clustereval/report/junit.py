@@ -3,7 +3,9 @@
 Mapping (JUnit has no "warn"): fail -> ``<failure>``, error -> ``<error>`` (the harness failed),
 skip -> ``<skipped message=reason>``, warn -> a passing testcase whose ``<system-out>`` starts with
 ``WARN:`` so CI stays green on advisories while the text remains searchable; pass -> passing testcase.
-Every testcase's ``<system-out>`` carries value, expected and artifact paths (relative to the run dir). A check
+Every testcase's ``<system-out>`` carries value, expected and artifact paths (relative to the run dir); its
+``timestamp`` is when the measured thing started (UTC) and its ``hostname`` the node it is about; a testsuite's
+``hostname`` is the controller the judge ran on. A check
 with more passing subjects than ``fleet.FOLD_PASSES_AT`` has one testcase for all its passes.
 The tier and score are ``<properties>`` of the root. Control characters in any text are escaped
 (``\\xNN``) so the document is always well-formed XML 1.0.
@@ -12,8 +14,10 @@ The tier and score are ``<properties>`` of the root. Control characters in any t
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
 from typing import Any
 
+from clustereval import results as results_mod
 from clustereval.report import (
     artifact_links,
     check_title,
@@ -59,17 +63,39 @@ def _details(result: dict[str, Any], view: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def junit_timestamp(stamp: Any) -> str | None:
+    """An ISO 8601 time as the JUnit schema wants it: UTC, to the second, no zone (``2026-01-02T03:04:05``)."""
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment.isoformat(timespec="seconds")
+
+
+def _started(result: dict[str, Any]) -> str | None:
+    """When the measured thing started (``measured.started``), else when the judge ran."""
+    measured = result.get("measured") if isinstance(result.get("measured"), dict) else {}
+    return junit_timestamp(measured.get("started")) or junit_timestamp(result.get("started"))
+
+
 def _testcase(suite: ET.Element, result: dict[str, Any], view: dict[str, Any]) -> None:
     status = result.get("status")
-    case = ET.SubElement(
-        suite,
-        "testcase",
-        {
-            "classname": clean_text(result.get("check")),
-            "name": subject_label(result),
-            "time": _seconds(result),
-        },
-    )
+    attributes = {
+        "classname": clean_text(result.get("check")),
+        "name": subject_label(result),
+        "time": _seconds(result),
+    }
+    hosts = results_mod.subject_hosts(result.get("subject"))
+    if hosts:  # the node it is about (a pair or set names its first); cluster-wide results have none
+        attributes["hostname"] = clean_text(hosts[0])
+    stamp = _started(result)
+    if stamp:
+        attributes["timestamp"] = stamp
+    case = ET.SubElement(suite, "testcase", attributes)
     summary = clean_text(result.get("summary"))
     message = f"{check_title(str(result.get('check')), view['catalogue'], result)}: {summary}"
     if status == "fail":
@@ -84,6 +110,21 @@ def _testcase(suite: ET.Element, result: dict[str, Any], view: dict[str, Any]) -
         node = ET.SubElement(case, "error", {"message": message, "type": "harness"})
         node.text = _details(result, view)
     ET.SubElement(case, "system-out").text = _details(result, view)
+
+
+def _suite_when_where(members: list[dict[str, Any]], run: dict[str, Any]) -> dict[str, str]:
+    """A testsuite's ``timestamp`` (when its first result was judged, else the run's start), ``hostname`` (the
+    controller the judge ran on, as run.json records it) and ``time`` (the sum of its results' durations)."""
+    # the judge writes every ``started`` in one UTC format, so the earliest is the smallest text: a fleet's two
+    # million results are compared, not parsed
+    stamps = [r["started"] for r in members if isinstance(r.get("started"), str) and r["started"]]
+    first = (junit_timestamp(min(stamps)) if stamps else None) or junit_timestamp(run.get("started"))
+    out = {"time": f"{sum(float(_seconds(r)) for r in members):.3f}"}
+    if first:
+        out["timestamp"] = first
+    if run.get("controller"):
+        out["hostname"] = clean_text(run["controller"])
+    return out
 
 
 def render(view: dict[str, Any]) -> str:
@@ -132,7 +173,8 @@ def render(view: dict[str, Any]) -> str:
         for key in totals:
             totals[key] += stats[key]
         suite = ET.SubElement(
-            root, "testsuite", {"name": clean_text(phase), **{k: str(v) for k, v in stats.items()}}
+            root, "testsuite", {"name": clean_text(phase), **{k: str(v) for k, v in stats.items()},
+                                **_suite_when_where(phases[phase], run)}
         )
         for result in members:
             _testcase(suite, result, view)

@@ -205,12 +205,16 @@ def write_textfile(view: dict[str, Any], directory: str | os.PathLike[str], name
     reads half a file) and renamed over the old one. Readable by all (0644): node_exporter runs as its own user.
     ``options`` go to :func:`render`. Raises :class:`ExportError` when the directory or name is unusable.
     """
+    return write_text(render(view, **options), directory, name)
+
+
+def write_text(text: str, directory: str | os.PathLike[str], name: str = TEXTFILE_NAME) -> Path:
+    """:func:`write_textfile` of metric text already rendered (a run directory's ``metrics.prom``)."""
     folder = Path(directory)
     if not name.endswith(".prom") or "/" in name or name.startswith("."):
         raise ExportError(f"textfile name {name!r} must be a plain file name ending in .prom")
     if not folder.is_dir():
         raise ExportError(f"textfile directory {folder} does not exist or is not a directory")
-    text = render(view, **options)
     target = folder / name
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)

@@ -17,6 +17,7 @@ from typing import Any
 
 from clustereval import plan, yamldata
 from clustereval import results as results_mod
+from clustereval.scoring import against_history
 
 DEFAULT_RUBRIC = Path(__file__).with_name("rubric.yml")
 SCORE_FILE = "score.json"
@@ -254,8 +255,13 @@ def score_results(
     results: list[dict[str, Any]],
     rubric: dict[str, Any] | None = None,
     catalogue: dict[str, Any] | None = None,
+    *,
+    already_latest: bool = False,
 ) -> dict[str, Any]:
     """Score check results (the contract in ``clustereval.results``) with a rubric; pure function.
+
+    Only the latest result per (check, subject, params) counts; ``already_latest`` says ``results`` is that
+    already (:func:`score_loaded`), so a fleet's two million results are not deduplicated twice.
 
     Within a category each scored result weighs ``severity_weights[severity]`` and earns
     ``status_points[status]`` of it; the overall score is the weight-averaged score of the measured
@@ -263,7 +269,7 @@ def score_results(
     """
     rubric = rubric if rubric is not None else load_rubric()
     notes: list[str] = []
-    scored = [_normalised(r, catalogue, notes) for r in results_mod.latest(results)]
+    scored = [_normalised(r, catalogue, notes) for r in (results if already_latest else results_mod.latest(results))]
     status_points = rubric["status_points"]
     severity_weights = rubric["severity_weights"]
 
@@ -563,10 +569,22 @@ def score_run(
     produced no result at all) and an ``options.rubric`` path.
     """
     run_dir = Path(run_dir)
-    loaded, warnings = results_mod.load(run_dir)
+    latest, warnings, info, history = load_current(run_dir)
+    return score_loaded(run_dir, latest, warnings, info, rubric, catalogue, history=history)
+
+
+def load_current(run_dir: Path, keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+                 ) -> tuple[list[dict[str, Any]], list[str], dict[str, Any], dict[str, Any] | None]:
+    """What a run directory's results say now, read once: the latest result per (check, subject, params) after
+    :func:`clustereval.plan.current`, with the judgement against history applied
+    (:mod:`clustereval.scoring.against_history`); the warnings of reading them; ``run.json``; and what the
+    history judgement says (None without one). ``keep`` goes to :func:`clustereval.results.load`."""
+    loaded, warnings = results_mod.load(run_dir, keep=keep)
     info, info_warnings = read_run_info(run_dir)
-    return score_loaded(run_dir, results_mod.latest(plan.current(loaded, info)), warnings + info_warnings, info,
-                        rubric, catalogue)
+    latest = results_mod.latest(plan.current(loaded, info))
+    del loaded  # the superseded lines: a fleet's results are held once
+    latest, history_warnings, history = against_history.apply(run_dir, latest, info.get("run_id"))
+    return latest, warnings + info_warnings + history_warnings, info, history
 
 
 def score_loaded(
@@ -576,9 +594,10 @@ def score_loaded(
     info: dict[str, Any],
     rubric: dict[str, Any] | None = None,
     catalogue: dict[str, Any] | None = None,
+    history: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """:func:`score_run` on results already read: the latest per (check, subject, params), after
-    :func:`clustereval.plan.current`, with the warnings of reading them and ``run.json``. The reports read a run
+    """:func:`score_run` on results already read (:func:`load_current`): the latest per (check, subject, params),
+    with the warnings of reading them, ``run.json`` and the history judgement's summary. The reports read a run
     once and score what they read (a fleet's results file is not parsed twice)."""
     if catalogue is None:
         catalogue, cat_warnings = load_catalogue()
@@ -586,7 +605,7 @@ def score_loaded(
     if rubric is None:
         options = info.get("options") if isinstance(info.get("options"), dict) else {}
         rubric = load_rubric(options.get("rubric"))
-    score = score_results(latest, rubric, catalogue)
+    score = score_results(latest, rubric, catalogue, already_latest=True)
     inventory = info.get("inventory") if isinstance(info.get("inventory"), dict) else {}
     inventory_hosts = inventory.get("hosts") if isinstance(inventory.get("hosts"), list) else []
     seen = set(score["subjects"]["hosts"])
@@ -594,6 +613,10 @@ def score_loaded(
     score["load_warnings"] = warnings
     score["interrupted"] = info.get("interrupted") or None
     score["progress"] = plan.progress(info.get("plan"), latest)
+    score["history"] = history
+    history_line = against_history.explanation(history)
+    if history_line:
+        score["explanation"].insert(max(0, len(score["explanation"]) - 1), history_line)  # before the final tier
     if score["interrupted"]:
         done = plan.phrase(score["progress"])
         score["explanation"].insert(0, f"The run was interrupted ({score['interrupted']})"
