@@ -108,7 +108,7 @@ def test_warn_earns_half_and_skip_error_leave_the_denominator(rubric):
         result("audit.d", status="error"),
     ]
     score = score_results(results, rubric)
-    config = score["categories"]["configuration"]
+    config = score["categories"]["config_os"]  # audit checks of no named area
     assert config["score"] == 75.0
     assert config["counts"] == {"pass": 1, "warn": 1, "fail": 0, "skip": 1, "error": 1}
     assert score["coverage"] == 0.5
@@ -120,8 +120,8 @@ def test_severity_weights_a_critical_fail_more_than_a_minor_one(rubric):
         [result("audit.a"), result("audit.b", status="fail", severity="critical")], rubric
     )
     # 4 of (4 + 1) and 4 of (4 + 8) points earned, with the default weights major 4, minor 1, critical 8
-    assert minor["categories"]["configuration"]["score"] == 80.0
-    assert critical["categories"]["configuration"]["score"] == pytest.approx(33.33, abs=0.01)
+    assert minor["categories"]["config_os"]["score"] == 80.0
+    assert critical["categories"]["config_os"]["score"] == pytest.approx(33.33, abs=0.01)
 
 
 def test_critical_fail_caps_at_bronze_and_names_the_check(rubric):
@@ -210,7 +210,8 @@ def test_node_dying_mid_run_keeps_its_earlier_results(rubric):
     ]
     score = score_results(results, rubric)
     assert score["subjects"]["unreachable"] == ["node2"]
-    assert score["categories"]["configuration"]["counts"]["pass"] == 6  # 5 on node1 + the one node2 finished
+    configuration = [c for c in score["categories"].values() if c["group"] == "configuration"]
+    assert sum(c["counts"]["pass"] for c in configuration) == 6  # 5 on node1 + the one node2 finished
     assert score["counts"]["fail"] == 1  # the later reachability fail superseded the earlier pass
 
 
@@ -269,7 +270,7 @@ def test_category_not_measured_is_excluded_and_said(rubric):
         "training", "inference"],
         "supported_tier": "Bronze", "limits_tier": True, "next_tier": "Silver",
         "next_needs": ["gpu_compute", "network"]}
-    assert any("based on 1 of 11 categories" in line for line in score["explanation"])
+    assert any("based on 1 of 16 categories" in line for line in score["explanation"])  # config_os of 6 areas
     assert ("Provisional: only configuration measured, so the evidence supports Bronze at most; Silver needs "
             "gpu_compute, network measured (this holds the tier).") in score["explanation"]
 
@@ -498,8 +499,41 @@ def test_a_category_claims_checks_of_another_domain_by_id(rubric):
                           rubric)
     assert score["categories"]["remediation"]["counts"]["pass"] == 1
     assert score["categories"]["remediation"]["checks"] == ["audit.health.*"]
-    assert score["categories"]["configuration"]["counts"] == {"pass": 0, "warn": 1, "fail": 0, "skip": 0,
-                                                              "error": 0}
+    assert score["categories"]["config_os"]["counts"] == {"pass": 0, "warn": 1, "fail": 0, "skip": 0, "error": 0}
+
+
+def test_audit_areas_are_categories_and_configuration_their_group(rubric):
+    """Each audit area scores on its own; the evidence rules name the group, measured when any area is: a
+    Kubernetes cluster's audit (no Slurm, no RDMA fabric) is not provisional for want of them."""
+    score = score_results([result("audit.k8s.node_ready"), result("audit.gpustack.driver", status="fail"),
+                           result("gpu.compute.gemm", domain="gpu_compute"),
+                           result("network.mesh.tcp_bandwidth", domain="network")], rubric)
+    cats = score["categories"]
+    assert cats["config_scheduler"]["score"] == 100.0 and cats["config_gpu_stack"]["score"] == 0.0
+    assert cats["config_fabric"]["measured"] is False and "config_fabric" in score["not_measured"]
+    assert {name for name, c in cats.items() if c["group"] == "configuration"} == {
+        "config_gpu_stack", "config_fabric", "config_scheduler", "config_monitoring", "config_access", "config_os"}
+    assert sum(c["weight"] for c in cats.values() if c["group"] == "configuration") == 15
+    provisional = score["provisional"]
+    assert provisional["measured"] == ["configuration", "gpu_compute", "network"]
+    assert "config_fabric" not in provisional["not_measured"] and provisional["supported_tier"] == "Silver"
+
+
+def test_a_group_named_like_a_category_or_evidence_naming_nothing_is_refused(tmp_path):
+    import yaml
+
+    from clustereval.scoring.score import DEFAULT_RUBRIC
+
+    base = yaml.safe_load(DEFAULT_RUBRIC.read_text())
+    clash = {**base, "categories": {**base["categories"], "network": {**base["categories"]["network"],
+                                                                      "group": "storage"}}}
+    (tmp_path / "clash.yml").write_text(yaml.safe_dump(clash))
+    with pytest.raises(ValueError, match="group 'storage' is also a category name"):
+        load_rubric(tmp_path / "clash.yml")
+    unknown = {**base, "evidence": {**base["evidence"], "Bronze": ["configurations"]}}
+    (tmp_path / "unknown.yml").write_text(yaml.safe_dump(unknown))
+    with pytest.raises(ValueError, match=r"evidence\.Bronze must be a list of category or group names"):
+        load_rubric(tmp_path / "unknown.yml")
 
 
 @pytest.mark.parametrize(("bad", "cap"), [

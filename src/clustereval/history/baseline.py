@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from clustereval import facts as facts_mod
@@ -40,7 +41,8 @@ def _matches(subject_facts: dict[str, Any], wanted: dict[str, Any]) -> bool:
 
 
 def distribution(store: Store, check: str, params_key: str, hardware: dict[str, Any],
-                 exclude_run: str | None = None, last: int = 20) -> dict[str, Any]:
+                 exclude_run: str | None = None, last: int = 20,
+                 facts_of: Callable[[str], dict[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The values ``check`` (variant ``params_key``, as ``results.params_key`` writes it) took in the latest
     ``last`` recorded runs that measured it on matching hardware, before ``exclude_run`` (the run being judged:
     it is left out, and when the store holds it, so is every run started after it).
@@ -49,6 +51,8 @@ def distribution(store: Store, check: str, params_key: str, hardware: dict[str, 
     over the earlier run's hosts) equal ``hardware`` on each :data:`MATCH_KEYS` key it gives. Returns ``{n, median,
     p10, p90, mad, spread, direction, unit, matched_on, runs}`` (figures None when n is 0); ``runs`` lists the run
     ids the values came from, newest first. Raises ``ValueError`` when ``hardware`` gives no GPU model.
+    ``facts_of(run_id)`` gives an earlier run's per-host facts (default: read from the store each time; a caller
+    judging many checks passes a cached one).
     """
     wanted = {k: hardware[k] for k in MATCH_KEYS if hardware.get(k) is not None}
     if "gpu_model" not in wanted:
@@ -74,7 +78,7 @@ def distribution(store: Store, check: str, params_key: str, hardware: dict[str, 
     for run_id, run_rows in by_run.items():
         if len(used) >= last:
             break
-        per_host = host_facts(store, run_id, tuple(wanted))
+        per_host = facts_of(run_id) if facts_of is not None else host_facts(store, run_id, tuple(wanted))
         matching = [r for r in run_rows if _matches(facts_mod.for_subject(per_host, r["subject"]), wanted)]
         if matching:
             used.append(run_id)

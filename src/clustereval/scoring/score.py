@@ -51,6 +51,10 @@ def rubric_problems(rubric: Any) -> list[str]:
     if any(not isinstance(m, int | float) for m in mins) or mins != sorted(mins, reverse=True):
         out.append("tiers must be ordered best first with numeric, non-increasing min")
     seen_domains: dict[str, str] = {}
+    groups = {str(cat["group"]) for cat in (rubric["categories"] or {}).values()
+              if isinstance(cat, dict) and cat.get("group")}
+    for clash in sorted(groups & set(rubric["categories"] or {})):
+        out.append(f"group {clash!r} is also a category name")
     for name, cat in (rubric["categories"] or {}).items():
         if not isinstance(cat, dict) or not isinstance(cat.get("weight"), int | float) or cat["weight"] < 0:
             out.append(f"category {name!r} needs a non-negative numeric weight")
@@ -64,8 +68,8 @@ def rubric_problems(rubric: Any) -> list[str]:
     for tier, needed in (rubric.get("evidence") or {}).items():
         if tier not in tier_names:
             out.append(f"evidence: {tier!r} is not a tier")
-        elif not isinstance(needed, list) or set(needed) - set(rubric["categories"] or {}):
-            out.append(f"evidence.{tier} must be a list of category names")
+        elif not isinstance(needed, list) or set(needed) - set(rubric["categories"] or {}) - groups:
+            out.append(f"evidence.{tier} must be a list of category or group names")
     if rubric.get("unrated_tier") is not None and rubric["unrated_tier"] not in tier_names:
         out.append(f"unrated_tier {rubric['unrated_tier']!r} is not a tier")
     for idx, cap in enumerate(rubric["caps"] or []):
@@ -110,10 +114,26 @@ def tier_for_score(score: float | None, rubric: dict[str, Any]) -> str | None:
     return rubric["tiers"][-1]["name"]
 
 
+def evidence_names(rubric: dict[str, Any], measured: set[str]) -> tuple[list[str], list[str]]:
+    """The rubric's categories as the evidence rules name them — a category's ``group`` (the audit areas are the
+    group ``configuration``) stands for its members — split into (measured, not measured), in rubric order. A group
+    is measured when any of its members is: a Kubernetes cluster has no Slurm to audit."""
+    order: list[str] = []
+    hit: dict[str, bool] = {}
+    for name, cat in rubric["categories"].items():
+        label = str(cat.get("group") or name)
+        if label not in hit:
+            order.append(label)
+            hit[label] = False
+        hit[label] = hit[label] or name in measured
+    return [n for n in order if hit[n]], [n for n in order if not hit[n]]
+
+
 def evidence_tier(rubric: dict[str, Any], measured: set[str]) -> tuple[str, dict[str, list[str]]]:
-    """The best tier whose categories (the rubric's ``evidence``: the categories a tier needs measured) were all
-    measured, and for every better tier the categories it lacks. A tier the rubric lists no evidence for needs
-    none."""
+    """The best tier whose categories (the rubric's ``evidence``: the categories or groups a tier needs measured)
+    were all measured, and for every better tier the categories it lacks. A tier the rubric lists no evidence for
+    needs none."""
+    measured = set(measured) | set(evidence_names(rubric, measured)[0])
     needed = rubric.get("evidence") or {}
     lacking: dict[str, list[str]] = {}
     for tier in rubric["tiers"]:
@@ -313,6 +333,7 @@ def score_results(
         earned, possible = tallies[name]["earned"], tallies[name]["possible"]
         categories[name] = {
             "title": cat.get("title", name),
+            "group": cat.get("group"),
             "weight": cat["weight"],
             "domains": list(cat.get("domains") or []),
             "checks": list(cat.get("checks") or []),
@@ -388,12 +409,15 @@ def score_results(
 
     # An honest tier: a category a tier depends on that was not measured makes the verdict provisional, and the
     # tier is at most the best one the measured categories support (rubric ``evidence``).
+    # A group counts as measured when one of its members is (an audit area the cluster has nothing of, such as
+    # Slurm on Kubernetes, does not make the verdict provisional; it still shows as not measured).
     provisional = None
-    if facts["unmeasured"] and score is not None:  # nothing measured at all is unrated, said as such
-        measured = [name for name, c in categories.items() if c["measured"]]
-        supported, lacking = evidence_tier(rubric, set(measured))
+    measured_names = {name for name, c in categories.items() if c["measured"]}
+    measured, not_measured = evidence_names(rubric, measured_names)
+    if not_measured and score is not None:  # nothing measured at all is unrated, said as such
+        supported, lacking = evidence_tier(rubric, measured_names)
         better = [t["name"] for t in rubric["tiers"] if ranks[t["name"]] < ranks[supported]]
-        provisional = {"measured": measured, "not_measured": facts["unmeasured"], "supported_tier": supported,
+        provisional = {"measured": measured, "not_measured": not_measured, "supported_tier": supported,
                        "limits_tier": ranks[supported] > ranks[tier], "next_tier": better[-1] if better else None,
                        "next_needs": lacking.get(better[-1], []) if better else []}
         if provisional["limits_tier"]:
