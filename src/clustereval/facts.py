@@ -35,7 +35,12 @@ HARDWARE_KEYS = {
     "fabric_ports_active": "active RDMA ports",
     "nics": "RDMA ports as 'name class rate' (down ports say 'down')",
     "harness": "slurm, k8s or standalone",
+    "nvlink_domain": "the multi-node NVLink domain (NVL72 rack) the GPUs belong to: their fabric clusterUuid; None "
+                     "outside one (no fabric, N/A or an all-zero UUID)",
 }
+# Facts that name *which* instance a host is part of rather than what hardware it is: they differ between hosts by
+# design, so the fleet keeps no majority of them and never lists their hosts as differing.
+IDENTITY_KEYS = ("nvlink_domain",)
 # The probes the hardware facts come from: what a run that does not audit collects (roles/facts).
 HARDWARE_PROBES = ("nvidia_smi_q_x", "uname_r", "slurm_node", "fabric_rdma", "facts_host")
 _RATE = re.compile(r"(\d+(?:\.\d+)?)G$")
@@ -62,8 +67,18 @@ def hardware(host_facts: dict[str, Any]) -> dict[str, Any]:
         "fabric_ports_active": len(rates) if host_facts.get("fabric_rails") is not None else None,
         "nics": rails if host_facts.get("fabric_rails") is not None else None,
         "harness": host_facts.get("harness"),
+        "nvlink_domain": host_facts.get("nvlink_domain"),
     }
     return {key: out.get(key) for key in HARDWARE_KEYS}
+
+
+def nvlink_domain(fabric: list[dict[str, str]]) -> str | None:
+    """The multi-node NVLink domain of a host from its GPUs' ``<fabric>`` blocks (``parsers.nvidia_smi_q_x_text.
+    gpu_fabric``): the ``clusterUuid`` most of its GPUs report, None when none reports one (N/A, empty, or the
+    all-zero UUID a GPU outside a multi-node domain shows)."""
+    uuids = [str(g.get("clusterUuid") or "").strip() for g in fabric]
+    found = [u for u in uuids if u and u.upper() != "N/A" and set(u.replace("-", "")) != {"0"}]
+    return Counter(found).most_common(1)[0][0] if found else None
 
 
 def write(run_dir: str | os.PathLike[str], host: str, facts: dict[str, Any]) -> Path:
@@ -100,7 +115,7 @@ def fleet(per_host: dict[str, dict[str, Any]]) -> dict[str, Any]:
     summary: dict[str, Any] = {"hosts": len(per_host), "differing": {}}
     for key in HARDWARE_KEYS:
         values = {h: f.get(key) for h, f in per_host.items() if f.get(key) is not None}
-        if not values:
+        if not values or key in IDENTITY_KEYS:
             summary[key] = None
             continue
         counted = Counter(json.dumps(v, sort_keys=True, default=str) for v in values.values())

@@ -112,3 +112,16 @@ def test_bad_arguments_and_a_folder_that_is_no_run(tmp_path, store):
     with pytest.raises(ValueError, match="k must be a positive number"):
         judge_run(store, run_dir, k=0)
     assert not (run_dir / against_history.BASELINE_FILE).exists()
+
+
+def test_the_history_judge_command_judges_renders_and_says_what_it_found(tmp_path, store, capsys):
+    from clustereval import cli
+
+    run_dir = current_run(tmp_path, {"node1": 704.0, "node2": 520.0, "node3": 706.0})
+    assert cli.main(["history", "judge", str(run_dir), "--store", store.url]) == 0
+    out = capsys.readouterr().out
+    assert "judged run now against" in out and "1 result(s) beyond their history, 3 within, 0 not judged" in out
+    assert f"  {GEMM} on node2: 520 TFLOPS is below" in out and "wrote " in out
+    assert "against history" in (run_dir / "report.md").read_text(encoding="utf-8")
+    assert cli.main(["history", "judge", str(tmp_path / "nothing-here"), "--store", store.url]) == 2
+    assert "is not a run directory" in capsys.readouterr().err

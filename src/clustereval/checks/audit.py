@@ -7,6 +7,8 @@ from typing import Any
 
 from clustereval import baselines
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check, facts
+from clustereval.facts import nvlink_domain
+from clustereval.parsers.nvidia_smi_q_x_text import gpu_fabric
 from clustereval.results import worst
 
 GPU_PROBE = "nvidia_smi_q_x"
@@ -202,6 +204,7 @@ def host_facts(ctx: Context) -> dict[str, Any]:
         gpus = data.get("gpus") or []
         facts.update(gpu_count=len(gpus), gpu_models=sorted({g.get("name") or "unknown" for g in gpus}),
                      driver_version=data.get("driver_version"), cuda_version=data.get("cuda_version"))
+        facts["nvlink_domain"] = nvlink_domain(gpu_fabric(str(ctx.probe(GPU_PROBE).get("stdout") or "")))
     except Skip as exc:
         facts.update(gpu_count=0, gpu_models=[], driver_version=None, cuda_version=None)
         facts["problems"]["gpu"] = str(exc)

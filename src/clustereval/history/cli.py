@@ -1,15 +1,21 @@
-"""``clustereval history``: record saved runs into the history store, list them per cluster, show one."""
+"""``clustereval history``: record saved runs into the history store, list them per cluster, show one, and review
+a cluster against its SLA (acceptance or monthly)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 from clustereval.history.query import list_runs, show_run
 from clustereval.history.recording import record
+from clustereval.history.review import build_review, render_json, render_markdown
+from clustereval.history.sla import default_text, load_sla, parse_time
 from clustereval.history.store import ENV_VAR, HistoryError, driver_errors, mask_url, open_store, resolve, scrub
+from clustereval.scoring.score import write_atomic
 
 TABLE = (("run id", "run_id"), ("cluster", "cluster"), ("started", "started"), ("tier", "tier"), ("score", "score"),
          ("coverage", "coverage"), ("hosts", "hosts"), ("fail", "n_fail"), ("warn", "n_warn"))
@@ -81,6 +87,67 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _when(text: str | None) -> Any:
+    return parse_time(text) if text else None
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    if args.print_sla:
+        print(default_text(), end="")
+        return 0
+    if not args.cluster:
+        raise HistoryError("history review needs --cluster NAME (clustereval history list shows the clusters)")
+    sla = load_sla(args.sla)
+    with open_store(args.db) as store:
+        review = build_review(store, args.cluster, kind=args.kind, since=_when(args.since), until=_when(args.until),
+                              sla=sla, previous=(_when(args.previous_since), _when(args.previous_until)))
+    rendered = {"md": render_markdown, "json": render_json}
+    formats = [args.format] if args.format else ["md", "json"]
+    if not args.out:
+        print(rendered[formats[0]](review), end="")
+        return int(review["exit"])
+    folder = Path(args.out)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", f"review-{review['cluster']}-{review['kind']}-"
+                                             f"{review['window']['since']}_{review['window']['until']}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for fmt in formats:
+            path = folder / f"{stem}.{fmt}"
+            write_atomic(path, rendered[fmt](review))
+            print(f"wrote {path}")
+    except OSError as exc:
+        raise HistoryError(f"the review cannot be written to {folder}: {exc.strerror or exc}") from None
+    terms = ", ".join(f"{t['term']} {t['verdict']}" for t in review["terms"])
+    print(f"{review['kind']} review of {review['cluster']}: {review['verdict']} ({terms})")
+    return int(review["exit"])
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    """Judge a run directory against the store's earlier runs on the same hardware and render its reports again."""
+    from clustereval import report
+    from clustereval.history.judging import judge_run
+
+    with open_store(args.db) as store:
+        try:
+            doc = judge_run(store, args.run_dir, k=args.k, last=args.last)
+        except ValueError as exc:
+            print(f"clustereval: history: {exc}", file=sys.stderr)
+            return 2
+    deviations, skipped = doc["deviations"], sum(doc["not_judged"].values())
+    print(f"judged run {doc['run_id']} against {doc['store']}: {len(deviations)} result(s) beyond their history, "
+          f"{doc['within']} within, {skipped} not judged"
+          + (f" ({'; '.join(f'{n} {why}' for why, n in doc['not_judged'].items())})" if skipped else ""))
+    for deviation in deviations[:20]:
+        print(f"  {deviation['check']} on {deviation['subject']}: {deviation['summary']}")
+    if len(deviations) > 20:
+        print(f"  … and {len(deviations) - 20} more (history-baseline.json)")
+    for path in report.render_all(args.run_dir):
+        print(f"wrote {path}")
+    score = json.loads((Path(args.run_dir) / "score.json").read_text(encoding="utf-8"))
+    print(report.summary_line(score))
+    return 0
+
+
 def _guarded(func: Any) -> Any:
     """A command whose store or run errors end as one line on stderr and exit status 2, never a traceback."""
 
@@ -99,7 +166,8 @@ def _guarded(func: Any) -> Any:
 
 
 def add_parser(subparsers: Any) -> None:
-    """Register ``history`` and its ``record``, ``list`` and ``show`` subcommands on the CLI's subparsers."""
+    """Register ``history`` and its ``record``, ``list``, ``show``, ``judge`` and ``review`` subcommands on the CLI's
+    subparsers."""
     db_help = (f"history store: a path, sqlite:///path or postgresql://user@host/db (default: ${ENV_VAR}, else "
                "~/.local/share/clustereval/history.sqlite)")
     hist = subparsers.add_parser("history", help="keep saved runs in a history store (SQLite, or PostgreSQL for a "
@@ -123,3 +191,28 @@ def add_parser(subparsers: Any) -> None:
     sh.add_argument("--db", help=db_help)
     sh.add_argument("--json", action="store_true")
     sh.set_defaults(func=_guarded(cmd_show))
+
+    jd = sub.add_parser("judge", help="judge a saved run against earlier runs on the same hardware (median and "
+                                      "spread) and render its reports again")
+    jd.add_argument("run_dir")
+    jd.add_argument("--db", "--store", dest="db", help=db_help)
+    jd.add_argument("--k", type=float, default=3.0, help="how many spreads from the median is beyond (default 3)")
+    jd.add_argument("--last", type=int, default=20, help="how many earlier runs to judge against (default 20)")
+    jd.set_defaults(func=_guarded(cmd_judge))
+
+    rv = sub.add_parser("review", help="acceptance or monthly SLA review of one cluster: availability, incidents, "
+                                       "fault-drill times against the targets, changes since the last review")
+    rv.add_argument("--cluster", help="the cluster to review (required)")
+    rv.add_argument("--db", "--store", dest="db", help=db_help)
+    rv.add_argument("--kind", choices=("acceptance", "monthly"), default="monthly",
+                    help="monthly (default: the last calendar month) or acceptance (default: all the runs)")
+    rv.add_argument("--since", help="window start, ISO date or time (UTC unless it says otherwise)")
+    rv.add_argument("--until", help="window end, exclusive")
+    rv.add_argument("--previous-since", help="the last review's window start (default: the window before)")
+    rv.add_argument("--previous-until", help="the last review's window end")
+    rv.add_argument("--sla", help="the contract's SLA definitions (YAML; start from --print-sla)")
+    rv.add_argument("--print-sla", action="store_true", help="print the default SLA definitions and exit")
+    rv.add_argument("--out", help="write the review here (review-<cluster>-<kind>-<window>.md/.json) instead of "
+                                  "printing it")
+    rv.add_argument("--format", choices=("md", "json"), help="md or json (default: md printed, both written)")
+    rv.set_defaults(func=_guarded(cmd_review))

@@ -117,6 +117,29 @@ def group_by_check(
     return [(check, shown, fold) for _, check, shown, fold in ordered]
 
 
+def view_checks(view: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], dict[str, Any] | None]]:
+    """:func:`group_by_check` of a view's results, computed once per view: report.md, report.html and junit.xml
+    all show the same grouping, and a fleet's folding is not done three times."""
+    if "_by_check" not in view:
+        view["_by_check"] = group_by_check(view["results"])
+    return view["_by_check"]
+
+
+def view_hosts(view: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """:func:`group_by_host` of a view's results, computed once per view."""
+    if "_by_host" not in view:
+        view["_by_host"] = group_by_host(view["results"])
+    return view["_by_host"]
+
+
+def results_named(view: dict[str, Any], wanted: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The view's results with the identities of ``wanted`` (the score's movers), by identity; only results of a
+    wanted check and subject have their identity built (a fleet's passes are not keyed to find twenty)."""
+    near = {(str(w.get("check")), str(w.get("subject"))) for w in wanted}
+    return {results_mod.identity(r): r for r in view["results"]
+            if (r.get("check"), r.get("subject")) in near}
+
+
 def group_by_host(results: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
     """Results per host they name (a host, its GPUs, the pairs and sets it is in), hosts in name order;
     a result about a pair appears under both hosts."""
@@ -176,6 +199,13 @@ def timelines(results: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]
                  for e in events if isinstance(e, dict)]
         out.append((result, one_line(" → ".join(steps))))
     return out
+
+
+def view_timelines(view: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """:func:`timelines` of a view's results, found once per view."""
+    if "_timelines" not in view:
+        view["_timelines"] = timelines(view["results"])
+    return view["_timelines"]
 
 
 def run_state(view: dict[str, Any]) -> str | None:
@@ -358,9 +388,13 @@ __all__ = [
     "measured_text",
     "one_line",
     "render_all",
+    "results_named",
     "run_state",
     "series_links",
     "subject_label",
     "summary_line",
     "timelines",
+    "view_checks",
+    "view_hosts",
+    "view_timelines",
 ]

@@ -18,17 +18,18 @@ from clustereval.report import (
     clean_text,
     format_expected,
     format_value,
-    group_by_check,
-    group_by_host,
     hardware_summary,
     hosts_summary,
     measured_text,
     plots,
+    results_named,
     run_state,
     series_links,
     subject_label,
     tier_text,
-    timelines,
+    view_checks,
+    view_hosts,
+    view_timelines,
 )
 from clustereval.report.fleet import folded_text, host_rows, quiet_text
 from clustereval.scoring import score
@@ -143,7 +144,7 @@ def _why(view: dict[str, Any]) -> str:
     out = ["<h2>Why this tier</h2>", "<ul>" + "".join(items) + "</ul>"]
     movers = score.get("movers") or []
     if movers:
-        by_key = {results_mod.identity(r): r for r in view["results"]}
+        by_key = results_named(view, movers)
         rows = [
             [
                 f'<a href="#{anchor(m["check"])}"><code>{esc(m["check"])}</code></a>',
@@ -187,7 +188,7 @@ def _checks(view: dict[str, Any]) -> str:
     out = ["<h2>Results by check</h2>"]
     if not view["results"]:
         out.append("<p>No check results were recorded.</p>")
-    for check, members, fold in group_by_check(view["results"]):
+    for check, members, fold in view_checks(view):
         first = (members or fold["examples"])[0]
         entry = (catalogue or {}).get(check) or {}
         timed = any(r.get("measured") for r in members)
@@ -230,7 +231,7 @@ def _checks(view: dict[str, Any]) -> str:
 
 
 def _hosts(view: dict[str, Any]) -> str:
-    grouped = group_by_host(view["results"])
+    grouped = view_hosts(view)
     if not grouped:
         return ""
     table, quiet = host_rows(grouped)
@@ -247,7 +248,7 @@ def _hosts(view: dict[str, Any]) -> str:
 
 def _timelines(view: dict[str, Any]) -> str:
     rows = [[f"<code>{esc(r.get('check'))}</code>", esc(subject_label(r)), _status(r.get("status")), esc(steps)]
-            for r, steps in timelines(view["results"])]
+            for r, steps in view_timelines(view)]
     if not rows:
         return ""
     return ("<h2>Timelines</h2><p>Each fault drill from the fault on (the controller's clock; ± half the gap between "

@@ -28,8 +28,9 @@ from clustereval.report import (
     run_state,
     series_links,
     subject_label,
+    view_checks,
 )
-from clustereval.report.fleet import folded_text, split_passes
+from clustereval.report.fleet import folded_text
 
 _SUITE_ORDER = ("audit", "performance", "reliability")
 
@@ -152,15 +153,13 @@ def render(view: dict[str, Any]) -> str:
         phases, key=lambda p: (_SUITE_ORDER.index(p) if p in _SUITE_ORDER else len(_SUITE_ORDER), p)
     )
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    grouped = {check: (shown, fold) for check, shown, fold in view_checks(view)}  # folded once, for every report
     for phase in order:
         # a check's passes beyond the fold are one testcase (clustereval.report.fleet): a fleet's junit.xml holds
         # its findings, not two million passing testcases
-        by_check: dict[str, list[dict[str, Any]]] = {}
-        for result in phases[phase]:
-            by_check.setdefault(str(result.get("check")), []).append(result)
         members, folds = [], []
-        for check, results in sorted(by_check.items()):
-            shown, fold = split_passes(results)
+        for check in sorted({str(r.get("check")) for r in phases[phase]}):
+            shown, fold = grouped[check]
             members += sorted(shown, key=lambda r: (str(r.get("subject")), str(subject_label(r))))
             if fold:
                 folds.append((check, fold))

@@ -17,17 +17,18 @@ from clustereval.report import (
     check_title,
     format_expected,
     format_value,
-    group_by_check,
-    group_by_host,
     hardware_summary,
     hosts_summary,
     measured_text,
     one_line,
+    results_named,
     run_state,
     series_links,
     subject_label,
     tier_text,
-    timelines,
+    view_checks,
+    view_hosts,
+    view_timelines,
 )
 from clustereval.report.fleet import folded_text, host_rows, quiet_text
 from clustereval.scoring import score
@@ -143,7 +144,7 @@ def _why(view: dict[str, Any]) -> list[str]:
     movers = score.get("movers") or []
     if movers:
         lines += ["", "### Results that moved the tier", ""]
-        by_key = {results_mod.identity(r): r for r in view["results"]}
+        by_key = results_named(view, movers)
         rows = []
         for m in movers:
             result = by_key.get(results_mod.identity(m), m)
@@ -196,7 +197,7 @@ def _checks(view: dict[str, Any]) -> list[str]:
     lines = ["", "## Results by check", ""]
     if not view["results"]:
         return [*lines, "No check results were recorded."]
-    for check, members, fold in group_by_check(view["results"]):
+    for check, members, fold in view_checks(view):
         first = (members or fold["examples"])[0]
         entry = (catalogue or {}).get(check) or {}
         lines += [
@@ -234,7 +235,7 @@ def _checks(view: dict[str, Any]) -> list[str]:
 
 def _hosts(view: dict[str, Any]) -> list[str]:
     """Per host: its results by status and the findings that name it (its own, its GPUs', its pairs')."""
-    grouped = group_by_host(view["results"])
+    grouped = view_hosts(view)
     if not grouped:
         return []
     table, quiet = host_rows(grouped)
@@ -252,7 +253,7 @@ def _hosts(view: dict[str, Any]) -> list[str]:
 
 def _timelines(view: dict[str, Any]) -> list[str]:
     rows = [[cell(r.get("check")), cell(subject_label(r)), cell(r.get("status")), cell(steps)]
-            for r, steps in timelines(view["results"])]
+            for r, steps in view_timelines(view)]
     if not rows:
         return []
     return ["", "## Timelines", "", "Each fault drill from the fault on (the controller's clock; ± half the gap "

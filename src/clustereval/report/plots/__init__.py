@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from clustereval import results as results_mod
-from clustereval.report import clean_text, one_line, subject_label, timelines
+from clustereval.report import clean_text, one_line, subject_label, view_timelines
 from clustereval.report.plots import data, draw, heatmap, svg
 
 MAX_PER_DOMAIN = 6
@@ -132,10 +132,10 @@ def _heatmap(result: dict[str, Any]) -> _Candidate:
                       [f"results.jsonl: {check}"], {"variants": {}}, kind="heatmap")
 
 
-def _drills(finder: _Finder, results: list[dict[str, Any]]) -> list[_Candidate]:
+def _drills(finder: _Finder, view: dict[str, Any]) -> list[_Candidate]:
     """One timeline per drill: the first result pointing at its timeline series stands for it."""
     out = []
-    for result, steps in timelines(results):
+    for result, steps in view_timelines(view):
         path = next(str(r["path"]) for r in result["series"] if isinstance(r, dict) and r.get("kind") == "timeline")
         events = result["measured"]["events"]
         out.append(_Candidate(str(result.get("domain")), path, one_line(f"{result.get('check')} on "
@@ -157,7 +157,7 @@ def figures(view: dict[str, Any], notes: list[str] | None = None) -> dict[str, l
     finder = _Finder(Path(view["run_dir"]))
     for result in view["results"]:
         finder.result(result)
-    candidates = [*finder.found.values(), *_drills(finder, view["results"])]
+    candidates = [*finder.found.values(), *_drills(finder, view)]
     if not candidates:
         return {}
     try:
