@@ -357,14 +357,15 @@ def render_all(run_dir: str | os.PathLike[str]) -> list[Path]:
     """
     from clustereval.report import html, junit, markdown, prometheus
 
-    view = build_view(run_dir)
-    run_dir = Path(run_dir)
-    written = []
-    for name, render in ((REPORT_MD, markdown.render), (JUNIT_XML, junit.render), (REPORT_HTML, html.render),
-                         (METRICS_PROM, prometheus.render)):
-        path = run_dir / name
-        write_atomic(path, render(view))
-        written.append(path)
+    with results_mod.collector_paused():  # a fleet's results are alive throughout: see collector_paused
+        view = build_view(run_dir)
+        run_dir = Path(run_dir)
+        written = []
+        for name, render in ((REPORT_MD, markdown.render), (JUNIT_XML, junit.render), (REPORT_HTML, html.render),
+                             (METRICS_PROM, prometheus.render)):
+            path = run_dir / name
+            write_atomic(path, render(view))
+            written.append(path)
     return written
 
 

@@ -263,8 +263,8 @@ def _skips_and_errors(view: dict[str, Any]) -> str:
             _status(r.get("status")),
             esc(r.get("summary")) or "(no reason given)",
         ]
-        for r in sorted(view["results"], key=lambda r: (r.get("status") != "error", str(r.get("check"))))
-        if r.get("status") in ("skip", "error")
+        for r in sorted((r for r in view["results"] if r.get("status") in ("skip", "error")),
+                        key=lambda r: (r.get("status") != "error", str(r.get("check"))))
     ]
     if not rows:
         return ""

@@ -177,8 +177,12 @@ def _check_families(results: list[dict[str, Any]], base: dict[str, str]) -> list
 def _value_families(results: list[dict[str, Any]], base: dict[str, str], max_host_series: int) -> list[_Family]:
     measured = [r for r in results if _numeric(r.get("value")) is not None and r.get("unit")]
     groups: dict[tuple[str, str, str], list[float]] = {}
+    labels: dict[int, tuple[Any, str]] = {}  # a fleet's results share their params dicts: each labelled once
     for result in measured:
-        key = (str(result["check"]), results_mod.params_label(result.get("params")), str(result["unit"]))
+        params = result.get("params")
+        if id(params) not in labels:
+            labels[id(params)] = (params, results_mod.params_label(params))
+        key = (str(result["check"]), labels[id(params)][1], str(result["unit"]))
         groups.setdefault(key, []).append(result["value"])
     aggregate = _Family("check_value", "A check's measured values over its subjects: min, median and max.")
     subjects = _Family("check_value_subjects", "How many subjects a check's aggregated values come from.")

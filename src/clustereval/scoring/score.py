@@ -428,7 +428,7 @@ def score_results(
                       or ((r["check"], r["subject"]) in triggering and _key(r) in trigger_caps)],
                      lost, category_of, trigger_caps, catalogue, int(rubric.get("movers_limit", 20)))
     # subjects first: a fleet has two million results but some ninety thousand subjects (hosts and their GPUs)
-    hosts = sorted({host for subject in {r["subject"] for r in scored} for host in results_mod.subject_hosts(subject)})
+    hosts = sorted(results_mod.hosts_of_subjects({r["subject"] for r in scored}))
     out = {
         "tier": tier,
         "score": round(score, 2) if score is not None else None,
