@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,16 @@ def clean_text(value: Any) -> str:
     """Text safe for any report format: control characters shown as ``\\xNN`` instead of dropped."""
     text = "" if value is None else str(value)
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def moment_of(stamp: Any) -> datetime | None:
+    """The time an ISO 8601 text (``Z`` or an offset, or none) names; None when absent or unreadable."""
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def one_line(value: Any) -> str:
@@ -387,6 +398,7 @@ __all__ = [
     "hardware_summary",
     "hosts_summary",
     "measured_text",
+    "moment_of",
     "one_line",
     "render_all",
     "results_named",

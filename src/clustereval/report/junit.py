@@ -14,7 +14,7 @@ The tier and score are ``<properties>`` of the root. Control characters in any t
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any
 
 from clustereval import results as results_mod
@@ -25,6 +25,7 @@ from clustereval.report import (
     format_expected,
     format_value,
     measured_text,
+    moment_of,
     run_state,
     series_links,
     subject_label,
@@ -66,11 +67,8 @@ def _details(result: dict[str, Any], view: dict[str, Any]) -> str:
 
 def junit_timestamp(stamp: Any) -> str | None:
     """An ISO 8601 time as the JUnit schema wants it: UTC, to the second, no zone (``2026-01-02T03:04:05``)."""
-    if not isinstance(stamp, str) or not stamp:
-        return None
-    try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
+    moment = moment_of(stamp)
+    if moment is None:
         return None
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC).replace(tzinfo=None)

@@ -18,12 +18,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from clustereval import results as results_mod
-from clustereval.report import clean_text
+from clustereval.report import clean_text, moment_of
 
 PREFIX = "clustereval_"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -86,13 +85,8 @@ def _numeric(value: Any) -> float | None:
 
 def _epoch(stamp: Any) -> float | None:
     """Seconds since the epoch of an ISO-8601 time from run.json; None when absent or unreadable."""
-    if not isinstance(stamp, str) or not stamp:
-        return None
-    try:
-        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment.timestamp() if moment.tzinfo else None
+    moment = moment_of(stamp)
+    return moment.timestamp() if moment is not None and moment.tzinfo else None
 
 
 def cluster_of(view: dict[str, Any]) -> str:
