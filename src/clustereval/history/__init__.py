@@ -13,7 +13,8 @@ from clustereval.history.baseline import MATCH_KEYS, distribution, judge_against
 from clustereval.history.cli import add_parser
 from clustereval.history.query import list_runs, show_run
 from clustereval.history.recording import record
-from clustereval.history.review import build_review, render_json, render_markdown
+from clustereval.history.review import build_review, render_json
+from clustereval.history.review_markdown import render_markdown
 from clustereval.history.sla import SlaError, load_sla
 from clustereval.history.store import HistoryError, Store, mask_url, open_store
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from clustereval.history.query import list_runs, show_run
 from clustereval.history.recording import record
-from clustereval.history.review import build_review, render_json, render_markdown
+from clustereval.history.review import build_review, render_json
+from clustereval.history.review_markdown import render_markdown
 from clustereval.history.sla import default_text, load_sla, parse_time
 from clustereval.history.store import ENV_VAR, HistoryError, driver_errors, mask_url, open_store, resolve, scrub
 from clustereval.scoring.score import write_atomic
