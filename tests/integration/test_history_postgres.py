@@ -145,3 +145,26 @@ def test_concurrent_records_of_different_runs_both_land(tmp_path: Path, db_url: 
         counts = store.query("SELECT run_id, COUNT(*) AS n FROM results GROUP BY run_id ORDER BY run_id")
         assert counts == [{"run_id": "c1", "n": 2001}, {"run_id": "c2", "n": 2001}]
         assert store.query("SELECT COUNT(*) AS n FROM schema_version")[0]["n"] == 1
+
+
+def test_the_sla_review_reads_the_same_from_postgresql_as_from_sqlite(tmp_path: Path, db_url: str) -> None:
+    """An NVL rack with 3 of 18 nodes down for a day, a drained node and a fault drill: the review built from a
+    PostgreSQL store equals the one built from SQLite, figure for figure (the store's URL aside)."""
+    from tests.unit.test_history_review import DETECT, GB200, JAN, build, drill, record, sla_file
+    from tests.unit.test_history_review import sla_mod as sla
+
+    hosts = [f"gb-r1-n{i:02d}" for i in range(1, 19)]
+    domain = dict.fromkeys(hosts, "8f1c2d3e-4b5a-6978-8a9b-0c1d2e3f4a5b")
+    runs = [("r0", "2026-01-01T00:00:00Z", {}), ("r1", "2026-01-05T00:00:00Z", {"down": tuple(hosts[:3])}),
+            ("r2", "2026-01-09T00:00:00Z", {"extra": [drill("r2", DETECT, hosts[5], 45.0)]}),
+            ("r3", "2026-01-20T00:00:00Z", {"down": (hosts[7],)})]
+    sqlite_db = str(tmp_path / "store" / "history.sqlite")
+    for db in (sqlite_db, db_url):
+        record(tmp_path / db.rsplit("/", 1)[-1], db, runs, hosts, domain=domain, gpu_model=GB200, cluster="nvl")
+    contract = sla.load_sla(sla_file(tmp_path, **{"cluster.down_when_nodes_up_below": 50.0}))
+    reviews = [build(db, "nvl", contract, kind="monthly", **JAN) for db in (sqlite_db, db_url)]
+    for review in reviews:
+        review.pop("store", None)
+    assert reviews[0] == reviews[1]
+    [rack] = reviews[1]["racks"]
+    assert rack["down_s"] == 4 * 86400.0 and reviews[1]["incident_counts"]["rack"] == 1
