@@ -7,105 +7,6 @@ and judges the drill's checks from the log.
 
 from __future__ import annotations
 
-DOCUMENTATION = r"""
----
-module: fault_drill
-short_description: Reboot a node or inject a GPU fault on it, and time what the provider's automation does
-description:
-  - C(drill=reboot) runs the reboot command and times the node going down, answering over SSH with a new boot
-    id, the scheduler showing it usable with a restarted slurmd, and a GPU job running on it.
-  - C(drill=inject) injects an Xid on one GPU (C(method) C(dcgm), C(kmsg), C(sbr), or C(auto) trying them in
-    that order) and times detection (the scheduler takes the node out of service, or it goes down), the time in
-    drain and the return to service with a GPU job; it records healthy nodes drained meanwhile and spares
-    that came into service.
-  - Refuses (every check recorded as skipped, nothing done) unless C(options.allow_destructive) is true and
-    C(options.destructive_targets) names this host; C(dry_run) reads what it needs, does nothing and says what
-    it would run (it needs the target list, not the flag).
-  - Every change is journaled before it is made and restored in C(finally); Ctrl-C and SIGTERM stop the drill,
-    restore, and keep every observation made.
-options:
-  drill:
-    description: C(reboot) or C(inject).
-    type: str
-    required: true
-  method:
-    description: Injection method (C(auto), C(dcgm), C(kmsg), C(sbr)).
-    type: str
-    default: auto
-  xid:
-    description: The Xid code injected.
-    type: int
-    default: 79
-  gpu:
-    description: Index of the GPU the fault is injected on.
-    type: int
-    default: 0
-  reboot_command:
-    description: The command that reboots the node.
-    type: str
-    default: systemctl reboot
-  gpu_job_command:
-    description: The GPU job run once the node is back (C({node}) is the node's name).
-    type: str
-  job_timeout_s:
-    description: Seconds a GPU job may take before it counts as failed.
-    type: float
-    default: 120
-  poll_interval_s:
-    description: Seconds between observations.
-    type: float
-    default: 0.5
-  detect_limit_s:
-    description: How long a fault may go undetected before the drill says so and stops.
-    type: float
-    default: 600
-  return_limit_s:
-    description: How long the drill waits for the node's return to service (0 = do not wait).
-    type: float
-    default: 3600
-  scheduler:
-    description: C(slurm) (observed with C(scontrol) on the node) or C(k8s) (C(kubectl) on the controller).
-    type: str
-    default: slurm
-  k8s_api_host:
-    description: Where kubectl runs; drills need it on the controller (C(localhost)).
-    type: str
-    default: localhost
-  k8s_namespace:
-    description: Namespace of the GPU test pod (Kubernetes).
-    type: str
-    default: default
-  k8s_gpu_image:
-    description: Image of the GPU test pod (it runs C(nvidia-smi -L)).
-    type: str
-  drain_timeout_s:
-    description: C(kubectl drain --timeout) before a Kubernetes reboot.
-    type: float
-    default: 300
-  alert_url:
-    description:
-      - An Alertmanager (v2 API) read from the controller at every observation; a new alert naming the node (in
-        C(instance), C(node), C(hostname), ...) counts as detection. A bearer token is read from
-        C($CLUSTEREVAL_ALERTMANAGER_TOKEN) and never recorded.
-    type: str
-  targets:
-    description: Every node this drill run acts on (none of them counts as a bystander).
-    type: list
-    elements: str
-  dry_run:
-    description: Say what would be done; change nothing.
-    type: bool
-    default: false
-  checks:
-    description: Check ids judged from the drill (default all of the drill's).
-    type: list
-    elements: str
-  options:
-    description: Check settings (C(allow_destructive), C(destructive_targets), C(baseline_overrides)).
-    type: dict
-author: clustereval developers
-"""
-
 import os
 import shlex
 import socket
@@ -116,6 +17,7 @@ from typing import Any
 
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
+from ansible_collections.clustereval.gpu.plugins.plugin_utils import bundled  # noqa: F401  (before clustereval)
 
 from clustereval import checks, interrupts, journal, rundir, runinfo, series
 from clustereval import facts as facts_mod

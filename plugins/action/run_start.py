@@ -11,40 +11,10 @@ from datetime import UTC, datetime
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import load_extra_vars
+from ansible_collections.clustereval.gpu.plugins.plugin_utils import bundled  # noqa: F401  (before clustereval)
 
 from clustereval import __version__, checks, journal, plan, rundir
 from clustereval.runinfo import default_run_dir, inventory_summary, safe_extra_vars, safe_options, write_json
-
-DOCUMENTATION = r"""
----
-module: run_start
-short_description: Create the evaluation's run directory and record what is being run
-description:
-  - Creates the run directory (C(out), default C(runs/<timestamp>) beside the playbooks) with its
-    C(raw/) folder and writes C(run.json) (run id, inventory summary, versions, phases and options).
-  - Sets the facts C(clustereval_run_dir) and C(clustereval_run_id) used by every later task.
-  - Warns (and records C(harness.journal.leftovers)) when other runs in the same runs folder left changes
-    their journal says were never undone.
-options:
-  out:
-    description: Run directory; empty means C(runs/<UTC timestamp>) in the checkout.
-    type: str
-  phases:
-    description: Phases this run covers.
-    type: list
-    elements: str
-  targets:
-    description: Hosts being evaluated.
-    type: list
-    elements: str
-  resume:
-    description:
-      - Continue the run already in C(out) (C(clustereval resume)) instead of starting one; its run id, plan and
-        options stay, and C(run.json) gains an entry in C(resumes). C(only) maps each host to the checks still to
-        run on it.
-    type: dict
-author: clustereval developers
-"""
 
 
 class ActionModule(ActionBase):

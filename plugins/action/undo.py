@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-DOCUMENTATION = r"""
----
-module: undo
-short_description: Revert the changes an earlier clustereval run left applied on a host
-description:
-  - Reads C(journal.jsonl) of C(run_dir), takes the C(applied) entries of this host that no C(restored)
-    entry closes, and undoes each by its recipe (stop and remove a session, run a recorded command).
-    Each success is journaled as C(restored) by C(undo); a failure is reported and left pending.
-  - Used by C(playbooks/undo.yml), which C(clustereval undo RUN) runs.
-options:
-  run_dir:
-    description: The run directory whose journal is read.
-    type: str
-    required: true
-author: clustereval developers
-"""
-
 import shlex
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible_collections.clustereval.gpu.plugins.module_utils import session_runner
+from ansible_collections.clustereval.gpu.plugins.plugin_utils import bundled  # noqa: F401  (before clustereval)
 
 from clustereval import journal, remote
 

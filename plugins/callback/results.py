@@ -32,6 +32,7 @@ import os
 from typing import Any
 
 from ansible.plugins.callback import CallbackBase
+from ansible_collections.clustereval.gpu.plugins.plugin_utils import bundled  # noqa: F401  (before clustereval)
 
 from clustereval import checks, results, rundir, runinfo
 

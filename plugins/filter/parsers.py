@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import partial
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.clustereval.gpu.plugins.plugin_utils import bundled  # noqa: F401  (before clustereval)
 
 from clustereval import parsers
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.clustereval.gpu.plugins.plugin_utils import bundled  # noqa: F401  (before clustereval)
+
 from clustereval import workload_plan
 
 DOCUMENTATION = r"""

@@ -27,6 +27,7 @@ _raw:
 """
 
 from ansible.plugins.lookup import LookupBase
+from ansible_collections.clustereval.gpu.plugins.plugin_utils import bundled  # noqa: F401  (before clustereval)
 
 from clustereval import facts
 
