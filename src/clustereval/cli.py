@@ -238,7 +238,7 @@ def cmd_undo(args: argparse.Namespace) -> int:
            "-e", f"clustereval_undo_run_dir={run_dir}", "-e", f"clustereval_undo_hosts={','.join(nodes) or 'none'}"]
     for inventory in inventories:
         cmd += ["-i", str(inventory)]
-    env = {**os.environ, "ANSIBLE_CONFIG": str(root / "ansible.cfg")}
+    env = {**os.environ, **runner.ansible_env(root)}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     remaining = journal.pending(run_dir)
     for entry in journal.load(run_dir):

@@ -19,9 +19,14 @@ def timestamp(moment: datetime | None = None) -> str:
     return (moment or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
 
 
-def default_run_dir(playbook_dir: str | os.PathLike[str], moment: datetime | None = None) -> str:
-    """``runs/<timestamp>`` in the checkout (the parent of ``playbooks/``)."""
+def default_run_dir(playbook_dir: str | os.PathLike[str], moment: datetime | None = None,
+                    cwd: str | os.PathLike[str] | None = None) -> str:
+    """``runs/<timestamp>`` beside the playbook (the parent of ``playbooks/`` in a checkout), or in the
+    working directory when the playbook is inside an installed collection or Python package
+    (``ansible-playbook clustereval.gpu.evaluate``): a run never lands in the collection's own directory."""
     base = Path(playbook_dir).resolve()
+    if "ansible_collections" in base.parts or "site-packages" in base.parts or "dist-packages" in base.parts:
+        return str(Path(cwd or os.getcwd()).resolve() / "runs" / timestamp(moment))
     root = base.parent if base.name == "playbooks" else base
     return str(root / "runs" / timestamp(moment))
 

@@ -24,13 +24,39 @@ from clustereval.runinfo import default_run_dir
 INTERRUPTED_RC = {"SIGINT": 130, "SIGTERM": 143}
 
 
+# Where `pip install clustereval` puts the collection it ships (setup.py copies it at build time).
+SHIPPED_COLLECTION = Path(__file__).resolve().parent / "_collection" / "ansible_collections" / "clustereval" / "gpu"
+
+
 def project_root() -> Path:
-    """The checkout (collection root) holding playbooks/, roles/ and ansible.cfg."""
+    """The collection root holding playbooks/, roles/ and ansible.cfg: ``CLUSTEREVAL_HOME`` when set, else the
+    checkout this package runs from (an editable install), else the collection shipped inside the package."""
     env = os.environ.get("CLUSTEREVAL_HOME")
-    root = Path(env) if env else Path(__file__).resolve().parents[2]
-    if not (root / "playbooks" / "evaluate.yml").exists():
-        raise FileNotFoundError(f"no playbooks/evaluate.yml under {root}; set CLUSTEREVAL_HOME to the checkout")
-    return root
+    candidates = [Path(env)] if env else [Path(__file__).resolve().parents[2], SHIPPED_COLLECTION]
+    for root in candidates:
+        if (root / "playbooks" / "evaluate.yml").exists():
+            return root
+    raise FileNotFoundError(f"no playbooks/evaluate.yml under {' or '.join(map(str, candidates))}; set "
+                            "CLUSTEREVAL_HOME to a checkout or an installed clustereval.gpu collection")
+
+
+def collections_path_of(root: Path) -> str | None:
+    """The collections path that makes ``root`` the ``clustereval.gpu`` collection, when it is an installed
+    copy (``.../ansible_collections/clustereval/gpu``); None for a checkout (its ansible.cfg says)."""
+    resolved = root.resolve()
+    if resolved.parent.parent.name == "ansible_collections":
+        return str(resolved.parent.parent.parent)
+    return None
+
+
+def ansible_env(root: Path) -> dict[str, str]:
+    """The settings every ansible-playbook this package starts needs: the collection's ansible.cfg (results
+    callback, roles path) and, for an installed copy, the collections path that holds it."""
+    env = {"ANSIBLE_CONFIG": str(root / "ansible.cfg")}
+    shipped_path = collections_path_of(root)
+    if shipped_path:
+        env["ANSIBLE_COLLECTIONS_PATH"] = shipped_path
+    return env
 
 
 def _progress_printer(stream) -> Callable[[dict[str, Any]], bool]:
@@ -103,7 +129,7 @@ def evaluate(inventory: str, *, phases: list[str] | None = None, out: str | None
     if phases:
         variables["clustereval_phases"] = ",".join(phases)
     env = {
-        "ANSIBLE_CONFIG": str(root / "ansible.cfg"),
+        **ansible_env(root),
         "CLUSTEREVAL_ENTRY_POINT": "clustereval",
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "ANSIBLE_FORCE_COLOR": "0",
