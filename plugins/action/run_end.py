@@ -21,6 +21,8 @@ from ansible_collections.clustereval.gpu.plugins.plugin_utils import bundled  # 
 from clustereval import checks, results, rundir, runinfo
 
 CALLBACK = "clustereval.gpu.results"
+# Marks a failed gate (a verdict on the cluster): the results callback does not record it as a harness error.
+GATE_KEY = "clustereval_gate_failed"
 
 
 def callback_enabled() -> bool:
@@ -34,34 +36,53 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
+        args = self._task.args
         try:
             run_dir, run_id = rundir.locate(task_vars)
         except rundir.RunDirMissing as exc:
             return {**result, "skipped": True, "msg": f"no clustereval run to finish ({exc})"}
         stats = {"clustereval_run_dir": run_dir, "clustereval_run_id": run_id}
-        if callback_enabled():
+        fail_on, min_tier = args.get("fail_on"), args.get("min_tier") or None
+        with_callback = callback_enabled()
+        if with_callback and not (fail_on or min_tier):
             result.update(changed=False, msg=f"the {CALLBACK} callback finishes {run_dir} when the playbook ends",
                           ansible_stats={"data": stats, "per_host": False, "aggregate": True})
             return result
-        expected = [str(h) for h in self._task.args.get("targets") or []]
-        remaining = {str(h) for h in self._task.args.get("remaining") or []}
-        dropped = sorted(h for h in expected if h not in remaining and h != "localhost")
-        if dropped:
-            rundir.record(run_dir, [checks.make_result(
-                "harness.task.failed", host, checks.Verdict(
-                    "error", f"{host} left the play before its end (a task failed or the node became "
-                    f"unreachable); enable the {CALLBACK} callback to record the task and its message",
-                    evidence={"left_play": True}),
-                run_id=run_id, artifacts=[], started=results.now_iso(), duration_s=0.0) for host in dropped])
-        runinfo.mark_ended(run_dir, hosts_left_play=dropped)
+        if not with_callback:  # the callback records each failed task and unreachable node exactly
+            self._record_dropped(run_dir, run_id, args)
+            runinfo.mark_ended(run_dir)
         from clustereval import report
 
         report.render_all(run_dir)
         with open(os.path.join(run_dir, "score.json"), encoding="utf-8") as fh:
             score = json.load(fh)
+        summary = report.summary_line(score)
         stats.update(clustereval_tier=score.get("tier"), clustereval_score=score.get("score"),
-                     clustereval_summary=report.summary_line(score))
-        result.update(changed=True, msg=f"{report.summary_line(score)}; run directory: {run_dir}",
-                      clustereval_tier=score.get("tier"), clustereval_run_dir=run_dir,
-                      ansible_stats={"data": stats, "per_host": False, "aggregate": True})
+                     clustereval_summary=summary)
+        result.update(changed=True, msg=f"{summary}; run directory: {run_dir}", clustereval_tier=score.get("tier"),
+                      clustereval_run_dir=run_dir, ansible_stats={"data": stats, "per_host": False, "aggregate": True})
+        if fail_on or min_tier:
+            try:
+                reason = report.gate(score, str(fail_on or "never"), min_tier)
+            except ValueError as exc:
+                return {**result, "failed": True, "msg": str(exc)}
+            if reason:
+                # A verdict on the cluster, not a harness fault: the results callback leaves it out of the results.
+                result.update(failed=True, msg=f"the gate failed: {reason}; {summary}; run directory: {run_dir}",
+                              **{GATE_KEY: True})
         return result
+
+    @staticmethod
+    def _record_dropped(run_dir: str, run_id: str, args: dict) -> None:
+        expected = [str(h) for h in args.get("targets") or []]
+        remaining = {str(h) for h in args.get("remaining") or []}
+        dropped = sorted(h for h in expected if h not in remaining and h != "localhost")
+        if not dropped:
+            return
+        rundir.record(run_dir, [checks.make_result(
+            "harness.task.failed", host, checks.Verdict(
+                "error", f"{host} left the play before its end (a task failed or the node became "
+                f"unreachable); enable the {CALLBACK} callback to record the task and its message",
+                evidence={"left_play": True}),
+            run_id=run_id, artifacts=[], started=results.now_iso(), duration_s=0.0) for host in dropped])
+        runinfo.mark_ended(run_dir, hosts_left_play=dropped)

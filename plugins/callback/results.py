@@ -120,8 +120,8 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_failed(self, result, ignore_errors: bool = False) -> None:
         host = result._host.get_name()
-        if ignore_errors or host in TARGET_EXCLUDE:
-            return
+        if ignore_errors or host in TARGET_EXCLUDE or result._result.get("clustereval_gate_failed"):
+            return  # a failed gate (clustereval.gpu.run_end) is the run's verdict, already in its results
         message = str(result._result.get("msg") or result._result.get("stderr") or "failed").strip()
         verdict = checks.Verdict("error", f"task '{result._task.get_name()}' failed on {host}: "
                                  f"{message[:300]}", evidence={"task": result._task.get_name(),

@@ -25,6 +25,16 @@ options:
     description: The hosts still in the play (C(ansible_play_hosts)).
     type: list
     elements: str
+  fail_on:
+    description:
+      - Gate the run (for CI and bring-up pipelines) - the task fails, so C(ansible-playbook) exits non-zero, when a
+        result failed (C(fail)), warned or failed (C(warn)); C(never) gates on C(min_tier) only.
+      - With a gate the task scores the run itself also when the results callback is enabled.
+    type: str
+    choices: [fail, warn, never]
+  min_tier:
+    description: Fail the task when the run's tier is below this tier of the rubric.
+    type: str
 author: clustereval developers
 """
 
