@@ -1,14 +1,18 @@
-"""Time the audit phase against 1, 4 and 16 simulated nodes (wall clock of ansible-playbook).
+"""Time the audit phase against 1, 4 and 16 simulated nodes: wall clock of ansible-playbook, and the
+controller's CPU time (ansible-playbook, its forks and their ssh clients: the children's rusage; the
+simulated nodes' own work runs under their sshd and is not counted).
 
 Usage: python benchmarks/evaluate_sim.py [--nodes 1,4,16] [--repeat 3]
-Needs root and the Debian packages `make install` sets up. Prints one line per size and the ratio
-of the largest to the smallest, which issue B bounds at 2x for 16 nodes vs 1.
+Needs root and the Debian packages `make install` sets up. Prints one line per size, the ratio of the
+largest to the smallest (issue B bounds it at 2x for 16 nodes vs 1), and the controller's marginal CPU
+seconds per host between the smallest and largest size (issue G: at most 0.3 CPU-s per host).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -22,7 +26,14 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
-def audit_once(inventory: Path, out: Path) -> float:
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def audit_once(inventory: Path, out: Path) -> tuple[float, float]:
+    """(wall seconds, controller CPU seconds) of one audit."""
+    cpu_before = _children_cpu_s()
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{BIN}:{os.environ['PATH']}"}
     start = time.monotonic()
     proc = subprocess.run([str(BIN / "ansible-playbook"), str(REPO / "playbooks/evaluate.yml"), "-i", str(inventory),
@@ -31,7 +42,7 @@ def audit_once(inventory: Path, out: Path) -> float:
     elapsed = time.monotonic() - start
     if proc.returncode != 0:
         raise SystemExit(f"audit failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
-    return elapsed
+    return elapsed, _children_cpu_s() - cpu_before
 
 
 def main() -> int:
@@ -42,21 +53,27 @@ def main() -> int:
     args = parser.parse_args()
     sizes = [int(n) for n in args.nodes.split(",")]
     medians: dict[int, float] = {}
+    cpu: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="clustereval-bench-") as tmp:
         for size in sizes:
             sim = Path(tmp) / f"sim{size}"
             cluster.up(sim, size, "reference")
             try:
                 audit_once(sim / "inventory.ini", Path(tmp) / f"warmup{size}")
-                times = [audit_once(sim / "inventory.ini", Path(tmp) / f"run{size}-{i}") for i in range(args.repeat)]
+                runs = [audit_once(sim / "inventory.ini", Path(tmp) / f"run{size}-{i}") for i in range(args.repeat)]
             finally:
                 cluster.down(sim)
+            times = [wall for wall, _ in runs]
             medians[size] = statistics.median(times)
-            print(f"audit, {size:3d} node(s): median {medians[size]:.2f} s  "
-                  f"(runs: {', '.join(f'{t:.2f}' for t in times)})", flush=True)
+            cpu[size] = statistics.median(c for _, c in runs)
+            print(f"audit, {size:3d} node(s): median {medians[size]:.2f} s, controller CPU {cpu[size]:.2f} s "
+                  f"({cpu[size] / size:.2f} CPU-s per host)  (runs: {', '.join(f'{t:.2f}' for t in times)})",
+                  flush=True)
     if len(sizes) > 1:
         low, high = min(sizes), max(sizes)
         print(f"ratio {high} nodes / {low} node(s): {medians[high] / medians[low]:.2f}x")
+        print(f"controller CPU per additional host ({low} -> {high} nodes): "
+              f"{(cpu[high] - cpu[low]) / (high - low):.3f} CPU-s")
     return 0
 
 
