@@ -1,4 +1,4 @@
-"""``python -m clustereval``: the CLI, for controllers where only the collection (with its bundled package) is installed."""
+"""``python -m clustereval``: the CLI, for controllers that have only the collection (and the package it carries)."""
 
 from clustereval.cli import main
 

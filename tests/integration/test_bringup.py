@@ -25,13 +25,15 @@ def test_bringup_gates_the_pipeline_and_the_review_reads_the_history(tmp_path):
         proc = _playbook("bringup.yml", *common, "-e", f"clustereval_out={gated}",
                          "-e", "clustereval_bringup_fail_on=never", "-e", "clustereval_bringup_min_tier=Platinum")
         assert proc.returncode == 2, proc.stdout[-3000:]
-        assert "the gate failed: tier" in proc.stdout and "below the minimum Platinum" in proc.stdout, proc.stdout[-3000:]
+        assert "the gate failed: tier" in proc.stdout, proc.stdout[-3000:]
+        assert "below the minimum Platinum" in proc.stdout, proc.stdout[-3000:]
         items = load_result_list(gated)
         assert {"audit.os.kernel", "audit.os.root_filesystem"} <= {r["check"] for r in items}
         assert not [r for r in items if r["check"].startswith("harness.")], "the gate was recorded as a harness fault"
         assert (gated / "junit.xml").is_file() and (gated / "report.html").is_file()
 
-        proc = _playbook("bringup.yml", *common, "-e", f"clustereval_out={passed}", "-e", "clustereval_bringup_fail_on=never")
+        proc = _playbook("bringup.yml", *common, "-e", f"clustereval_out={passed}",
+                         "-e", "clustereval_bringup_fail_on=never")
         assert proc.returncode == 0, proc.stdout[-3000:]
         assert json.loads((passed / "score.json").read_text())["tier"]
 

@@ -13,8 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.integration.simrun import REPO, REQUIRES_SIM, load_result_list, simulated_cluster
 
 pytestmark = REQUIRES_SIM
