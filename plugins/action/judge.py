@@ -7,6 +7,7 @@ Runs on the controller (no connection to the node). The results it returns under
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
@@ -132,11 +133,15 @@ class ActionModule(ActionBase):
     @staticmethod
     def _facts_of(host: str, task_vars: dict[str, Any], run_dir: str, options: dict[str, Any],
                   resume: dict[str, Any]) -> dict[str, Any] | None:
-        """A host's facts: what this run's task derived (each hostvars lookup templates all of the host's
-        variables: once per host); when resuming, for a host this pass does not reach again, what its probes
-        kept in the run directory say."""
+        """A host's facts: what this run's task derived; when resuming, for a host this pass does not reach
+        again, what its probes kept in the run directory say."""
         hostvars = task_vars.get("hostvars", {})
-        known = hostvars[host].get("clustereval_facts") if host in hostvars else None
+        known = None
+        if host in hostvars:
+            # The facts are data this run's judge set, never a template: read them untemplated (templating a
+            # sibling's whole facts dict, for every node, made the fleet comparison quadratic in real cost).
+            raw = hostvars.raw_get(host) if hasattr(hostvars, "raw_get") else hostvars[host]
+            known = raw.get("clustereval_facts") if isinstance(raw, Mapping) else None
         if known is not None or not resume:
             return known
         kept = rundir.kept_probes(run_dir, host, sorted(checks.fact_probes()))
