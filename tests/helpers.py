@@ -3,7 +3,10 @@ that judges a check and holds its result to the result contract."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from clustereval import checks
@@ -11,6 +14,20 @@ from clustereval.checks import Context, probe_catalogue
 from clustereval.results import problems
 
 RUN = "test-run"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_plugin(relative: str, name: str) -> ModuleType:
+    """A plugin of the collection (``plugins/filter/engine.py``) loaded from its file, with Ansible's collection
+    loader installed first as ansible-playbook has it, so the plugin's ``ansible_collections.clustereval.gpu``
+    imports resolve to this checkout."""
+    from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+
+    _AnsibleCollectionFinder(paths=[str(REPO / "collections")])._install()
+    spec = importlib.util.spec_from_file_location(name, REPO / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 # Words with which a summary states a problem. A check whose summary says one of these about the cluster
 # must not pass (issue V); every unit test of a check holds its pass verdicts to that.

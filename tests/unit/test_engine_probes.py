@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import glob
-import importlib.util
 import json
 import os
 import subprocess
@@ -35,7 +34,7 @@ from clustereval.checks import (
 )
 from clustereval.facts import HARDWARE_PROBES
 from clustereval.results import problems
-from tests.helpers import RUN, probe
+from tests.helpers import RUN, load_plugin, probe
 
 REPO = Path(__file__).resolve().parents[2]
 RUNNER = (REPO / "plugins/module_utils/probe_runner.py").read_text()
@@ -64,10 +63,7 @@ def run_probes(request: dict[str, Any], python: str = sys.executable) -> dict[st
 
 
 def engine_filters():
-    spec = importlib.util.spec_from_file_location("clustereval_engine_filters", REPO / "plugins/filter/engine.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_plugin("plugins/filter/engine.py", "clustereval_engine_filters")
 
 
 # A catalogue of our own, so the tests do not move when the real catalogue does.

@@ -5,7 +5,6 @@ corpus capture with its rates edited; the ping and route output is what this hos
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from clustereval import checks, facts, rundir, series
 from clustereval.checks import Context, probe_catalogue
 from clustereval.results import problems
 from tests.conftest import read_corpus
-from tests.helpers import RUN
+from tests.helpers import RUN, load_plugin
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD = "iperf3-3.9-J-tcp-10s-omit3-retransmits-crlf.json"
@@ -36,10 +35,7 @@ PINNED = {
 
 
 def _filters():
-    spec = importlib.util.spec_from_file_location("clustereval_engine_filters_mesh", REPO / "plugins/filter/engine.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_plugin("plugins/filter/engine.py", "clustereval_engine_filters_mesh")
 
 
 FILTERS = _filters()

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import SimpleNamespace
 
 from clustereval.results import TASK_RESULT_KEY, load, problems, to_task_result
+from tests.helpers import load_plugin
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def callback():
-    spec = importlib.util.spec_from_file_location("clustereval_results_cb", REPO / "plugins/callback/results.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_plugin("plugins/callback/results.py", "clustereval_results_cb")
     cb = module.CallbackModule()
     cb._display = SimpleNamespace(banner=lambda *a: None, display=lambda *a: None, warning=lambda *a: None)
     return cb
