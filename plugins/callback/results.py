@@ -27,7 +27,6 @@ author: clustereval developers
 """
 
 import atexit
-import gc
 import json
 import os
 from typing import Any
@@ -101,15 +100,6 @@ class CallbackModule(CallbackBase):
             items = [self._harness_result("harness.task.failed", host, checks.Verdict(
                 "error", f"a task returned unreadable results: {exc}", evidence={"error": str(exc)[:2000]}))]
         self._record(items)
-
-    def v2_playbook_on_task_start(self, task, is_conditional) -> None:
-        # Every task forks a worker per node from this process; a worker's garbage collector walking the
-        # inherited heap copies page after page of it (copy-on-write). Frozen objects are left alone: the
-        # heap is collected first (so nothing collectable is frozen for good), then frozen for the forks.
-        # Measured with benchmarks/evaluate_sim.py: the docstring there has the figures.
-        gc.unfreeze()
-        gc.collect()
-        gc.freeze()
 
     def v2_runner_on_ok(self, result) -> None:
         self._take(result._result, result._host.get_name())
