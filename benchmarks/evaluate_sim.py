@@ -10,10 +10,10 @@ seconds per host between the smallest and largest size (issue G: at most 0.3 CPU
 Measured (2-core VM, reference profile, median of 3, ansible-core 2.19): 1 node 2.93 CPU-s, 16 nodes 19.21 CPU-s,
 1.09 CPU-s per additional node before issue G's changes; after them (the audit validated inside its play, the run
 role imported statically, siblings' facts read untemplated, and a gc.freeze before each task that was then
-withdrawn) 3.22 and 15.43 CPU-s: 0.81 per additional node; without the freeze expect about 0.9. Of that, the judge itself is 0.27 (collect-and-judge 0.22, the
-comparison with the siblings 0.05: a third parsing, a quarter writing the raw artifacts); the rest is Ansible's
-task machinery, about 0.036 CPU-s per node and task for a bare debug task here (fork, variables), more for tasks
-whose arguments are templated per node. The ssh clients add 0.11 per node (3 connections).
+withdrawn) 3.22 and 15.43 CPU-s: 0.81 per additional node; without the freeze expect about 0.9 (not re-measured).
+Of that, the judge itself is 0.27 (collect-and-judge 0.22, the comparison with the siblings 0.05: a third
+parsing, a quarter writing the raw artifacts); the rest is Ansible's task machinery, about 0.036 CPU-s per node
+and task for a bare debug task here (fork, variables), more for tasks whose arguments are templated per node. The ssh clients add 0.11 per node (3 connections).
 """
 
 from __future__ import annotations
