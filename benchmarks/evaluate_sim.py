@@ -13,7 +13,8 @@ role imported statically, siblings' facts read untemplated, and a gc.freeze befo
 withdrawn) 3.22 and 15.43 CPU-s: 0.81 per additional node; without the freeze expect about 0.9 (not re-measured).
 Of that, the judge itself is 0.27 (collect-and-judge 0.22, the comparison with the siblings 0.05: a third
 parsing, a quarter writing the raw artifacts); the rest is Ansible's task machinery, about 0.036 CPU-s per node
-and task for a bare debug task here (fork, variables), more for tasks whose arguments are templated per node. The ssh clients add 0.11 per node (3 connections).
+and task for a bare debug task here (fork, variables), more for tasks whose arguments are templated per node.
+The ssh clients add 0.11 per node (3 connections).
 """
 
 from __future__ import annotations
