@@ -49,8 +49,7 @@ class ActionModule(ActionBase):
                           ansible_stats={"data": stats, "per_host": False, "aggregate": True})
             return result
         if not with_callback:  # the callback records each failed task and unreachable node exactly
-            self._record_dropped(run_dir, run_id, args)
-            runinfo.mark_ended(run_dir)
+            runinfo.mark_ended(run_dir, hosts_left_play=self._record_dropped(run_dir, run_id, args))
         from clustereval import report
 
         report.render_all(run_dir)
@@ -73,16 +72,17 @@ class ActionModule(ActionBase):
         return result
 
     @staticmethod
-    def _record_dropped(run_dir: str, run_id: str, args: dict) -> None:
+    def _record_dropped(run_dir: str, run_id: str, args: dict) -> list[str]:
+        """Record the hosts of ``targets`` no longer in ``remaining`` as harness errors; returns them."""
         expected = [str(h) for h in args.get("targets") or []]
         remaining = {str(h) for h in args.get("remaining") or []}
         dropped = sorted(h for h in expected if h not in remaining and h != "localhost")
         if not dropped:
-            return
+            return dropped
         rundir.record(run_dir, [checks.make_result(
             "harness.task.failed", host, checks.Verdict(
                 "error", f"{host} left the play before its end (a task failed or the node became "
                 f"unreachable); enable the {CALLBACK} callback to record the task and its message",
                 evidence={"left_play": True}),
             run_id=run_id, artifacts=[], started=results.now_iso(), duration_s=0.0) for host in dropped])
-        runinfo.mark_ended(run_dir, hosts_left_play=dropped)
+        return dropped
