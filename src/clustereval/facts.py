@@ -22,9 +22,11 @@ FACTS_DIR = "facts"
 # key -> what it holds. Every key is present in a host's facts; None means "not known".
 HARDWARE_KEYS = {
     "gpu_model": "the GPU model the driver names (the most common one when a node mixes models)",
-    "gpu_count": "GPUs the driver sees",
-    "driver_version": "NVIDIA driver version",
+    "gpu_count": "GPUs the driver sees (physical GPUs: an AMD GPU in CPX partitioning counts once)",
+    "gpu_vendor": "nvidia or amd (None: no GPU seen)",
+    "driver_version": "GPU driver version (NVIDIA driver, or the amdgpu driver on AMD nodes)",
     "cuda_version": "CUDA version the driver supports",
+    "rocm_version": "ROCm release installed (AMD nodes)",
     "kernel": "running kernel release",
     "cpu_model": "CPU model name",
     "cpu_count": "logical CPUs",
@@ -42,21 +44,26 @@ HARDWARE_KEYS = {
 # design, so the fleet keeps no majority of them and never lists their hosts as differing.
 IDENTITY_KEYS = ("nvlink_domain",)
 # The probes the hardware facts come from: what a run that does not audit collects (roles/facts).
-HARDWARE_PROBES = ("nvidia_smi_q_x", "uname_r", "slurm_node", "fabric_rdma", "facts_host")
+HARDWARE_PROBES = ("nvidia_smi_q_x", "amd_smi_static", "amd_node", "uname_r", "slurm_node", "fabric_rdma",
+                   "facts_host")
 _RATE = re.compile(r"(\d+(?:\.\d+)?)G$")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def hardware(host_facts: dict[str, Any]) -> dict[str, Any]:
     """The documented hardware facts of one host from the merged facts the audit's functions derive."""
-    models = host_facts.get("gpu_models") or []
+    nvidia = bool(host_facts.get("gpu_count"))
+    amd = not nvidia and bool(host_facts.get("amd_gpu_count"))
+    models = (host_facts.get("amd_gpu_models") if amd else host_facts.get("gpu_models")) or []
     rails = [str(r) for r in host_facts.get("fabric_rails") or []]
     rates = [float(m.group(1)) for r in rails if (m := _RATE.search(r.split()[-1] if r.split() else ""))]
     out = {
         "gpu_model": Counter(models).most_common(1)[0][0] if models else None,
-        "gpu_count": host_facts.get("gpu_count"),
-        "driver_version": host_facts.get("driver_version"),
+        "gpu_count": host_facts.get("amd_gpu_count") if amd else host_facts.get("gpu_count"),
+        "gpu_vendor": "amd" if amd else "nvidia" if nvidia else None,
+        "driver_version": host_facts.get("amd_driver_version") if amd else host_facts.get("driver_version"),
         "cuda_version": host_facts.get("cuda_version"),
+        "rocm_version": host_facts.get("rocm_version"),
         "kernel": host_facts.get("kernel"),
         "cpu_model": host_facts.get("cpu_model"),
         "cpu_count": host_facts.get("cpu_count"),

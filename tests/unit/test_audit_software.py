@@ -144,14 +144,19 @@ class TestHpcSdk:
         assert run("audit.software.hpc_sdk", probes(GPU))["status"] == "warn"
 
     def test_old_release_warns(self):
-        old = HPC_SDK.replace("24.5", "23.1")
+        old = GPU + HPC_SDK.replace("24.5", "23.1")
         result = run("audit.software.hpc_sdk", probes(old))
         assert result["status"] == "warn" and result["value"] == "23.1"
 
     def test_incomplete_payload_and_broken_compiler_fail(self):
-        assert run("audit.software.hpc_sdk", probes(without(HPC_SDK, f"nvhpc_compiler={NVHPC}/compilers/bin/nvfortran")
-                                                    ))["status"] == "fail"
-        assert run("audit.software.hpc_sdk", probes(without(HPC_SDK, "nvhpc_nvc=")))["status"] == "fail"
+        assert run("audit.software.hpc_sdk", probes(GPU + without(HPC_SDK, f"nvhpc_compiler={NVHPC}/compilers/bin/"
+                                                                            "nvfortran")))["status"] == "fail"
+        assert run("audit.software.hpc_sdk", probes(GPU + without(HPC_SDK, "nvhpc_nvc=")))["status"] == "fail"
+
+    def test_a_node_without_nvidia_gpus_skips(self):
+        # an AMD or CPU node: NVIDIA's compilers are not asked of it
+        result = run("audit.software.hpc_sdk", probes(NO_GPU))
+        assert result["status"] == "skip" and "no NVIDIA GPU" in result["summary"]
 
     def test_skip_and_error(self):
         assert run("audit.software.hpc_sdk", probe("software_libs", rc=127, missing=True))["status"] == "skip"

@@ -179,6 +179,11 @@ def scontrol_node(state: str = "IDLE", gres: str = "gpu:h100:8", reason: str | N
     return text + "\n"
 
 
+# A node without AMD's tools: amd-smi and rocm-smi are not installed.
+NO_AMD_TOOLS = {**probe("amd_smi_static", "", 127, missing=True, parser="amd-smi", cmd="amd-smi static"),
+                **probe("rocm_smi", "", 127, missing=True, parser="rocm-smi", cmd="rocm-smi")}
+
+
 def slurm_probe(text: str, rc: int = 0, **extra) -> dict:
     return probe("slurm_node", text, rc, parser="slurm", cmd='scontrol show node "$(hostname -s)"', **extra)
 
@@ -231,7 +236,7 @@ class TestSlurmGres:
         probes = {**slurm_probe(scontrol_node()), **gpu_probe(q_x([H100] * 7))}
         result = run("audit.slurm.gres", probes)
         assert result["status"] == "fail" and "more than the 7" in result["summary"]
-        assert result["evidence"]["nvidia_smi_gpus"] == 7
+        assert result["evidence"]["visible_gpus"] == 7
 
     def test_fail_when_slurm_declares_no_gpus(self):
         probes = {**slurm_probe(scontrol_node(gres="(null)")), **gpu_probe(q_x([H100] * 8))}
@@ -244,8 +249,18 @@ class TestSlurmGres:
 
     def test_skip_without_gpus_anywhere(self):
         probes = {**slurm_probe(scontrol_node(gres="(null)")),
-                  **gpu_probe("", rc=127, missing=True)}
+                  **gpu_probe("", rc=127, missing=True), **NO_AMD_TOOLS}
         assert run("audit.slurm.gres", probes)["status"] == "skip"
+
+    def test_an_amd_node_is_counted_from_amd_smi(self):
+        # no nvidia-smi: the physical GPUs amd-smi lists (one block per GPU, partition 0 each)
+        static = "".join(f"GPU: {i}\n    ASIC:\n        MARKET_NAME: AMD Instinct MI300X\n    BUS:\n"
+                         f"        BDF: 0000:{5 + 32 * i:02x}:00.0\n    PARTITION:\n        COMPUTE_PARTITION: SPX\n"
+                         "        MEMORY_PARTITION: NPS1\n        PARTITION_ID: 0\n\n" for i in range(7))
+        probes = {**slurm_probe(scontrol_node(gres="gpu:mi300x:8")), **gpu_probe("", rc=127, missing=True),
+                  **probe("amd_smi_static", static, parser="amd-smi", cmd="amd-smi static")}
+        result = run("audit.slurm.gres", probes)
+        assert result["status"] == "fail" and "more than the 7 amd-smi static sees" in result["summary"]
 
     def test_error_when_gpu_output_is_garbage(self):
         probes = {**slurm_probe(scontrol_node()), **gpu_probe("<<<not xml")}

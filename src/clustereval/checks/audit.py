@@ -61,11 +61,12 @@ def _empty_baseboard_slots(gpus: list[dict[str, Any]]) -> list[int]:
     return sorted(set(range(1, max(ids) + 1)) - set(ids))
 
 
-def _siblings_gpus(ctx: Context) -> tuple[int | None, list[str]]:
-    """The GPU count most of this node's siblings show (from their facts) and which siblings show it; None
-    with fewer than two siblings to go by (a one-node run, a --limit, siblings whose GPUs were unreadable)."""
-    counts = {host: known["gpu_count"] for host, known in ctx.fleet.items()
-              if host != ctx.subject and known and isinstance(known.get("gpu_count"), int) and known["gpu_count"]}
+def _siblings_gpus(ctx: Context, key: str = "gpu_count") -> tuple[int | None, list[str]]:
+    """The GPU count most of this node's siblings show (from their facts ``key``: ``amd_gpu_count`` for AMD
+    GPUs) and which siblings show it; None with fewer than two siblings to go by (a one-node run, a --limit,
+    siblings whose GPUs were unreadable)."""
+    counts = {host: known[key] for host, known in ctx.fleet.items()
+              if host != ctx.subject and known and isinstance(known.get(key), int) and known[key]}
     if len(counts) < 2:
         return None, []
     majority, _ = Counter(counts.values()).most_common(1)[0]
@@ -163,35 +164,48 @@ def slurm_node_state(ctx: Context) -> Verdict:
     return Verdict("pass", f"Slurm node {node.get('name')} is {state}", state, evidence=evidence)
 
 
+def _visible_gpus(ctx: Context) -> tuple[list[dict[str, Any]], str]:
+    """The GPUs the node's driver shows (``{"name": model}`` each) and the tool that listed them: nvidia-smi,
+    or, on a node without it, the physical AMD GPUs amd-smi (rocm-smi) lists."""
+    from clustereval.checks import audit_amd  # audit_amd builds on this module
+
+    try:
+        return _gpus(ctx).get("gpus") or [], "nvidia-smi -q -x"
+    except Skip:
+        pass
+    try:
+        devices, tool = audit_amd.devices(ctx)
+    except Skip:
+        return [], "nvidia-smi or amd-smi"
+    return [{"name": d["model"]} for d in audit_amd.physical(devices)], tool
+
+
 @check("audit.slurm.gres")
 def slurm_gres(ctx: Context) -> Verdict:
     node = _slurm_node(ctx)
     slurm_gpus = node.get("gres_gpus")
-    try:
-        gpus = _gpus(ctx).get("gpus") or []
-    except Skip:
-        gpus = []
+    gpus, tool = _visible_gpus(ctx)
     visible = len(gpus)
     models = sorted({str(gpu.get("name") or "") for gpu in gpus})
-    evidence = {"slurm_gres": node.get("gres"), "slurm_gpus": slurm_gpus, "nvidia_smi_gpus": visible,
+    evidence = {"slurm_gres": node.get("gres"), "slurm_gpus": slurm_gpus, "visible_gpus": visible, "tool": tool,
                 "gpu_models": models}
-    expected = {"equals": visible, "source": "nvidia-smi -q -x"}
+    expected = {"equals": visible, "source": tool}
     if not slurm_gpus and not visible:
-        raise Skip(f"no GPUs on {ctx.subject} in either Slurm or nvidia-smi")
+        raise Skip(f"no GPUs on {ctx.subject} in either Slurm or {tool}")
     if slurm_gpus is None:
-        return Verdict("fail", f"Slurm declares no gpu GRES on {ctx.subject} but nvidia-smi sees {visible}",
+        return Verdict("fail", f"Slurm declares no gpu GRES on {ctx.subject} but {tool} sees {visible}",
                        0, expected=expected, evidence=evidence)
     if int(slurm_gpus) != visible:
         more = "more" if int(slurm_gpus) > visible else "fewer"
         return Verdict("fail", f"Slurm declares {slurm_gpus} GPUs ({node.get('gres')}), {more} than the "
-                       f"{visible} nvidia-smi sees", slurm_gpus, expected=expected, evidence=evidence)
+                       f"{visible} {tool} sees", slurm_gpus, expected=expected, evidence=evidence)
     gres_type = str(node.get("gres_gpu_type") or "")
     squashed = [model.lower().replace(" ", "").replace("-", "") for model in models]
     if gres_type and not any(gres_type.lower().replace("-", "") in model for model in squashed):
         return Verdict("warn", f"Slurm GRES type '{gres_type}' does not name the GPU model "
                        f"({', '.join(models)}): jobs asking for --gres=gpu:{gres_type} get other hardware",
                        slurm_gpus, expected=expected, evidence=evidence)
-    return Verdict("pass", f"Slurm GRES {node.get('gres')} matches the {visible} GPUs nvidia-smi sees",
+    return Verdict("pass", f"Slurm GRES {node.get('gres')} matches the {visible} GPUs {tool} sees",
                    slurm_gpus, expected=expected, evidence=evidence)
 
 

@@ -136,7 +136,7 @@ def mpi_pmix(ctx: Context) -> Verdict:
 
 @check("audit.software.hpc_sdk")
 def hpc_sdk(ctx: Context) -> Verdict:
-    libs = _data(ctx, LIBS_PROBE)
+    libs = _require_gpu(ctx)  # NVIDIA's compilers: nothing to ask of a node without NVIDIA GPUs
     releases = libs.get("nvhpc_release") or []
     compilers = set(libs.get("nvhpc_compiler") or [])
     nvc = libs.get("nvhpc_nvc") or []

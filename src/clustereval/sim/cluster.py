@@ -34,7 +34,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from clustereval.sim import diskfaults, netfaults, overlays, pcisysfs, sharedfs, slurmconf
+from clustereval.sim import amd, diskfaults, netfaults, overlays, pcisysfs, sharedfs, slurmconf
 from clustereval.sim.overlays import accounts as accounts_overlay
 from clustereval.sim.overlays import k8s as k8s_overlay
 from clustereval.sim.overlays import software_tools
@@ -819,6 +819,8 @@ def _prepare_node_root(directory: Path, node: dict[str, Any]) -> None:
         with contextlib.suppress(FileNotFoundError):
             link.unlink()
         if tool == "nvidia-smi" and node["state"]["nvidia_smi"] == "missing":
+            continue
+        if tool in amd.absent_tools(node["state"]):  # the other vendor's tools
             continue
         if tool in software_tools.missing(node["settings"]):
             continue

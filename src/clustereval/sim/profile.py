@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from clustereval import yamldata
+from clustereval.sim import amd
 from clustereval.sim.keys import known_mapping
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
@@ -503,6 +504,15 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
     xid = faults.get("xid") or []
     if isinstance(xid, int | str):
         xid = [xid]
+    kernel_lines = [_xid_line(entry, gpus, k) for k, entry in enumerate(xid)]
+    amd_state = None
+    if amd.vendor_of(settings) == "amd":
+        try:
+            amd_state = amd.render(settings, faults, node, cluster_name, missing)
+        except ValueError as exc:
+            raise ProfileError(f"{node}: {exc}") from None
+        _as_amd(gpus, amd_state)
+        kernel_lines += amd_state["ras_kernel_lines"]
     return {
         "node": node,
         "cluster": cluster_name,
@@ -513,12 +523,14 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
                                      or settings.get("dcgm_exporter_version", "4.8.2")),
         "container_toolkit_version": str(faults.get("container_toolkit_version")
                                          or settings.get("container_toolkit_version", "1.19.1")),
-        "nvidia_smi": faults.get("nvidia_smi", "ok"),
+        # an AMD node has no nvidia-smi (nor the other NVIDIA tools: sim/amd.py absent_tools)
+        "nvidia_smi": "missing" if amd_state else faults.get("nvidia_smi", "ok"),
         "gpus": gpus,
         "nics": settings.get("nics") or [],
-        "xid": [_xid_line(entry, gpus, k) for k, entry in enumerate(xid)],
+        # the kernel's lines from before the run: Xids, amdgpu RAS reports (written to /sim/kmsg and kern.log)
+        "xid": kernel_lines,
         # a node under provider automation keeps a kern.log the power daemon appends kernel messages to
-        "telemetry": _telemetry(node, faults, gpus, bool(xid), "provider" in settings),
+        "telemetry": _telemetry(node, faults, gpus, bool(kernel_lines), "provider" in settings),
         "slurm": {
             "cpus": _host_cpus() if str(slurm.get("cpus", "host")) == "host" else int(slurm["cpus"]),
             "real_memory_mb": (_host_memory_mb() if str(slurm.get("real_memory_mb", "host")) == "host"
@@ -531,7 +543,20 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
         },
         "unreachable": bool(faults.get("unreachable", False)),
         "fabric": _fabric(settings, faults, gpus),
+        **({"amd": amd_state} if amd_state else {}),
     }
+
+
+def _as_amd(gpus: list[dict[str, Any]], amd_state: dict[str, Any]) -> None:
+    """The physical GPU list (what lspci, Slurm's GRES and the sysfs see) as AMD devices."""
+    first = {d["physical_index"]: d for d in amd_state["gpus"] if d["partition_id"] == 0}
+    for gpu in gpus:
+        device = first[gpu["physical_index"]]
+        gpu.update(name=device["market_name"], brand="AMD", vendor="amd", architecture="CDNA",
+                   pci_bus=device["bdf"][5:7].upper(), pci_bus_id=device["bdf"].upper().replace("0000:", "00000000:"),
+                   pci_device_id=f"{device['device_id']}1002", pci_sub_system_id=f"{device['subsystem_id']}1002",
+                   uuid=device["uuid"], serial=device["serial"],
+                   memory_total_mib=device["vram_total_mb"], power_limit_w=device["power_cap_w"])
 
 
 # Healthy fabric defaults (an HGX H100 with 8 x 400 Gb/s NDR rails); ``cluster.fabric`` overrides them.
@@ -1072,6 +1097,9 @@ def _kind_of_default(default: Any) -> Kind:
 
 
 GPUS_SCHEMA = Section({
+    "vendor": Kind("nvidia or amd", lambda value: value in amd.VENDORS),
+    "compute_partition": Kind("SPX, DPX, QPX or CPX", lambda value: value in amd.COMPUTE_PARTITIONS),
+    "memory_partition": Kind("NPS1, NPS2 or NPS4", lambda value: value in amd.MEMORY_PARTITIONS),
     **dict.fromkeys(("model", "brand", "architecture", "pci_device_id", "pci_sub_system_id", "board_part_number",
                      "gpu_part_number", "inforom_image"), TEXT),
     **dict.fromkeys(("compute_cap", "vbios_version"), VERSION),

@@ -60,6 +60,8 @@ def functions(node):
     return sorted(out, key=lambda f: (f["bus"], f["dev"], f["fn"]))
 
 
+AMD_DEVICE_NAMES = {"74a1": "Aqua Vanjaram [Instinct MI300X]", "74a5": "Aqua Vanjaram [Instinct MI325X]"}
+
 def describe(func):
     """(class, class id, vendor+device name, vendor id, device id, rev, driver)."""
     kind = func["kind"]
@@ -68,6 +70,12 @@ def describe(func):
     if kind in ("upstream", "downstream"):
         return ("PCI bridge", "0604", "Broadcom / LSI PEX890xx PCIe Gen 5 Switch", "1000", "c030", "b0",
                 "pcieport")
+    if kind == "gpu" and func["gpu"].get("vendor") == "amd":
+        device = func["gpu"].get("pci_device_id", "0x74a11002")[2:6].lower()
+        # pci.ids names (2024-2025): the MI300 family is "Aqua Vanjaram"; newer ids print as "Device xxxx"
+        name = AMD_DEVICE_NAMES.get(device, f"Device {device}")
+        return ("Processing accelerators", "1200", f"Advanced Micro Devices, Inc. [AMD/ATI] {name}", "1002", device,
+                "00", "amdgpu")
     if kind == "gpu":
         device = func["gpu"].get("pci_device_id", "0x233010DE")[2:6].lower()
         return "3D controller", "0302", "NVIDIA Corporation Device", "10de", device, "a1", "nvidia"
