@@ -102,6 +102,21 @@ class TestHealthCheckProgram:
         result = run("audit.health.healthcheck_program", {**config(), **progs})
         assert result["status"] == "fail" and "missing" in result["summary"]
 
+    def test_an_amd_node_needs_a_check_of_its_amd_gpus(self):
+        # 8 AMD GPUs on the bus: the provider's dcgmi/Xid checks find nothing wrong with them
+        amd = probe("amd_node", "amd_pci_gpus=8\nend=ok\n", parser="probe-key-equals-value")
+        nvidia_only = programs(("HealthCheckProgram", "/etc/slurm/hc", SIM_DRAIN, True))
+        result = run("audit.health.healthcheck_program", {**config(HealthCheckProgram="/etc/slurm/hc"), **nvidia_only,
+                                                          **amd})
+        assert result["status"] == "warn"
+        assert "checks no AMD GPU (only NVIDIA checks: check_dcgmi, check_nv_xid)" in result["summary"]
+        amd_checks = programs(("HealthCheckProgram", "/etc/slurm/hc",
+                               SIM_DRAIN.replace("check_nv_xid check_dcgmi", "check_amd_ras check_amd_gpu_count=8"),
+                               True))
+        result = run("audit.health.healthcheck_program", {**config(HealthCheckProgram="/etc/slurm/hc"), **amd_checks,
+                                                          **amd})
+        assert result["status"] == "pass" and "check_amd_gpu_count, check_amd_ras" in result["summary"]
+
     def test_warn_when_it_never_drains(self):
         progs = programs(("HealthCheckProgram", "/etc/slurm/hc.sh", "#!/bin/sh\nnvidia-smi -L || exit 1\n", True))
         result = run("audit.health.healthcheck_program", {**config(HealthCheckProgram="/etc/slurm/hc.sh"), **progs})

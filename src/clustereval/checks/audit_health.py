@@ -17,9 +17,11 @@ from typing import Any
 
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
 from clustereval.checks.audit_scheduler import is_null, seconds, slurm_config
+from clustereval.parsers.probe_key_values import first
 
 PROGRAMS_PROBE = "health_slurm_programs"
 DCGMI_PROBE = "health_dcgmi_version"
+AMD_NODE_PROBE = "amd_node"
 GPU_PROBE = "nvidia_smi_q_x"
 DCGM_WORDS = re.compile(r"\b(dcgmi|dcgm|nv-hostengine|check_dcgmi)\b", re.IGNORECASE)
 # What makes a health check's failure take the node out: scontrol drain/down, or NHC run as a command (which
@@ -30,6 +32,8 @@ DRAIN_WORDS = re.compile(r"scontrol\b[^\n]*\bstate=(drain|down|fail)|\bstate=dra
 # What shows a health check looks at the GPUs: DCGM, nvidia-smi / NVML, Xids in the kernel log, NHC's GPU checks.
 GPU_CHECK_WORDS = re.compile(r"\b(dcgmi|nvidia-smi|nvml\w*|xid\w*|check_nv_\w+|check_dcgmi|check_gpu\w*|"
                              r"nv-hostengine)\b", re.IGNORECASE)
+# ... and the AMD GPUs: amd-smi / rocm-smi, the ROCm Validation Suite or AGFHC, amdgpu RAS lines, NHC-style AMD checks.
+AMD_CHECK_WORDS = re.compile(r"\b(amd-smi|rocm-smi|rvs|agfhc|amdgpu|check_amd_\w+)\b", re.IGNORECASE)
 # HealthCheckNodeState words under which the check also runs on nodes that have jobs.
 BUSY_STATES = {"ANY", "ALLOC", "MIXED"}
 TIMING_PROBE = "health_prolog_timing"
@@ -52,6 +56,15 @@ def has_gpus(ctx: Context) -> bool | None:
         return bool(ctx.parsed(GPU_PROBE).get("gpus"))
     except (Skip, HarnessError, ProbeFailed):
         return None
+
+
+def amd_gpus(ctx: Context) -> bool:
+    """Whether the node has AMD GPUs (the ``amd_node`` probe counted some on the PCI bus); False when unknown."""
+    probe = ctx.probes.get(AMD_NODE_PROBE)
+    if probe is None or probe.get("timed_out") or probe.get("rc") not in (0, None):
+        return False
+    count = first(ctx.parsed(AMD_NODE_PROBE)["values"], "amd_pci_gpus", "0")
+    return count.isdigit() and int(count) > 0
 
 
 def programs(ctx: Context) -> dict[str, Any]:
@@ -131,7 +144,10 @@ def healthcheck_program(ctx: Context) -> Verdict:
     drains = named_nhc or bool(DRAIN_WORDS.search(text))
     # NHC keeps its checks in nhc.conf: without one to read, what it checks is not known
     checks_unknown = (named_nhc or bool(re.search(r"\bnhc\b", text))) and not found["nhc_conf"].strip()
-    gpu_words = sorted({m.group(1).lower() for m in GPU_CHECK_WORDS.finditer(text)})
+    amd = amd_gpus(ctx)
+    nvidia_words = sorted({m.group(1).lower() for m in GPU_CHECK_WORDS.finditer(text)})
+    # On an AMD node only checks of AMD GPUs count: dcgmi or nvidia-smi find nothing wrong with them.
+    gpu_words = sorted({m.group(1).lower() for m in AMD_CHECK_WORDS.finditer(text)}) if amd else nvidia_words
     states = {w.strip().upper() for w in str(config.get("HealthCheckNodeState") or "ANY").split(",") if w.strip()}
     evidence.update(drains=drains, gpu_checks="unknown (NHC without a readable nhc.conf)"
                     if checks_unknown and not gpu_words else gpu_words)
@@ -142,7 +158,11 @@ def healthcheck_program(ctx: Context) -> Verdict:
     if not drains:
         problems.append("it never drains the node (no `scontrol update ... state=drain`, not NHC): slurmd ignores "
                         "its exit status, so a failure it finds goes nowhere")
-    if not gpu_words and not checks_unknown and has_gpus(ctx) is not False:
+    if amd and not gpu_words and not checks_unknown:
+        only = f" (only NVIDIA checks: {', '.join(nvidia_words[:4])})" if nvidia_words else ""
+        problems.append(f"it checks no AMD GPU{only}: no amd-smi, rocm-smi, RVS/AGFHC or amdgpu RAS check in it, so "
+                        "a node with a lost or failing GPU stays in service")
+    elif not amd and not gpu_words and not checks_unknown and has_gpus(ctx) is not False:
         problems.append("it checks no GPU (no dcgmi, nvidia-smi, Xid or NHC GPU check in it): a node with a lost "
                         "or failing GPU stays in service")
     if not states & BUSY_STATES:

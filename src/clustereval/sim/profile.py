@@ -743,7 +743,7 @@ PROVIDER_SUBKEYS = {
 XID_CATALOGUE = Path(__file__).resolve().parents[1] / "parsers" / "data" / "xid_catalogue.yml"
 # What the provider's health check can look at (sim/slurmconf.py names them in the program; shims/healthcheck.py
 # runs them): Xid lines in the kernel ring buffer, `dcgmi health -c`, and nvidia-smi's GPU count against Slurm's.
-HEALTH_CHECKS = ("xid", "dcgm_health", "gpu_count")
+HEALTH_CHECKS = ("xid", "dcgm_health", "gpu_count", "amd_ras", "amd_gpu_count")
 DEFAULT_HEALTH_CHECKS = ["xid", "dcgm_health"]
 # HealthCheckNodeState words (slurm.conf(5), 22.05); several join with commas, CYCLE with any of them.
 HEALTH_CHECK_NODE_STATES = ("ALLOC", "ANY", "CYCLE", "IDLE", "NONDRAINED_IDLE", "MIXED")

@@ -21,7 +21,9 @@ TASK_PROLOG_PATH = f"{NODE_PROGRAM_DIR}/task_prolog"
 # The site's TaskProlog fragments on the node (software overlay: a CUDA toolkit only job steps see).
 TASK_PROLOG_FRAGMENTS = "/etc/slurm/task_prolog.d"
 # The words the health check program runs per profile check (NHC's naming: check_dcgmi is NHC's own).
-CHECK_WORDS = {"xid": "check_nv_xid", "dcgm_health": "check_dcgmi", "gpu_count": "check_nv_gpu_count"}
+CHECK_WORDS = {"xid": "check_nv_xid", "dcgm_health": "check_dcgmi", "gpu_count": "check_nv_gpu_count",
+               "amd_ras": "check_amd_ras", "amd_gpu_count": "check_amd_gpu_count"}
+COUNT_CHECKS = ("gpu_count", "amd_gpu_count")
 # Profile key -> slurm.conf key of the cluster-wide timeouts (seconds); unset leaves Slurm's default.
 TIMEOUTS = {"message_timeout_s": "MessageTimeout", "prolog_epilog_timeout_s": "PrologEpilogTimeout",
             "batch_start_timeout_s": "BatchStartTimeout"}
@@ -107,7 +109,7 @@ def healthcheck_program(hc: dict[str, Any], engine: str, gres_count: int, slurm_
     """The node's HealthCheckProgram: the provider's checks run by ``engine`` (shims/healthcheck.py), and
     either a drain on failure, or (mode ``exit_1``) a report on stdout and exit status 1, which slurmd ignores.
     slurmd runs it with almost no environment, so it names the cluster's slurm.conf for scontrol itself."""
-    words = [CHECK_WORDS[c] + (f"={gres_count}" if c == "gpu_count" else "") for c in hc["checks"]]
+    words = [CHECK_WORDS[c] + (f"={gres_count}" if c in COUNT_CHECKS else "") for c in hc["checks"]]
     if hc["mode"] == "none" or not words:
         return ("#!/bin/sh\n# Node health check (Slurm HealthCheckProgram), run by slurmd at start and every "
                 "HealthCheckInterval.\nexit 0\n")

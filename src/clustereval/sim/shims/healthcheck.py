@@ -9,7 +9,11 @@ with ``--report``, lets this print them and exit 1. The checks (arguments):
 * ``check_nv_xid``: an ``NVRM: Xid`` line in the node's kernel ring buffer (``/sim/kmsg``) whose code is one of
   ``drain_xids`` (``/sim/provider.json``) fails with reason ``XID <code>`` (the last such line);
 * ``check_dcgmi``: ``dcgmi health -c`` other than Healthy fails with reason ``DCGM health``;
-* ``check_nv_gpu_count=N``: fewer than N GPUs in ``nvidia-smi -L`` fails with reason ``GPU count <k>, expected N``.
+* ``check_nv_gpu_count=N``: fewer than N GPUs in ``nvidia-smi -L`` fails with reason ``GPU count <k>, expected N``;
+* ``check_amd_ras``: an amdgpu ``N uncorrectable hardware errors detected in <block> block`` line in the ring
+  buffer fails with reason ``AMD RAS UE <block> <bdf>`` (the last such line);
+* ``check_amd_gpu_count=N``: fewer than N physical GPUs (partition 0 blocks) in ``amd-smi list`` fails with reason
+  ``GPU count <k>, expected N``.
 
 A failure is printed once it has been seen for ``after_s`` seconds (the first sighting is kept in
 ``/sim/run/healthcheck-seen.json``, gone at reboot), unless the node is drained for it already. The node's mode
@@ -89,9 +93,32 @@ def check_gpu_count(_cfg, arg):
     return f"GPU count {found}, expected {expected}" if found < expected else None
 
 
+AMD_UE = re.compile(r"amdgpu (\S+): (?:\{\d+\})?\d+ uncorrectable hardware errors detected in (\w+) block")
+
+
+def check_amd_ras(_cfg, _arg):
+    try:
+        with open(os.path.join(ROOT, "kmsg"), errors="replace") as fh:
+            found = AMD_UE.findall(fh.read())
+    except OSError:
+        found = []
+    return f"AMD RAS UE {found[-1][1]} {found[-1][0]}" if found else None
+
+
+def check_amd_gpu_count(_cfg, arg):
+    expected = int(arg or 0)
+    try:
+        out = subprocess.run([os.path.join(ROOT, "bin", "amd-smi"), "list"], capture_output=True, text=True).stdout
+    except OSError:
+        out = ""
+    found = len(re.findall(r"^\s*PARTITION_ID: 0\s*$", out, re.MULTILINE))
+    return f"GPU count {found}, expected {expected}" if found < expected else None
+
+
 # argument word -> (key in healthcheck-seen.json, the check)
 CHECKS = {"check_nv_xid": ("xid", check_xid), "check_dcgmi": ("dcgm", check_dcgm),
-          "check_nv_gpu_count": ("gpu_count", check_gpu_count)}
+          "check_nv_gpu_count": ("gpu_count", check_gpu_count), "check_amd_ras": ("amd_ras", check_amd_ras),
+          "check_amd_gpu_count": ("gpu_count", check_amd_gpu_count)}
 
 
 def faults(cfg, words):
