@@ -53,7 +53,8 @@ def test_problems_inside_one_section_are_all_reported(tmp_path):
     assert problems_of(path) == [
         "cluster.provider.remediation.after_s must be a non-negative number",
         "cluster.provider.health_check.mode must be one of ['drain', 'none', 'times_out', 'exit_1']",
-        "cluster.provider.health_check.checks must be a list of ['xid', 'dcgm_health', 'gpu_count', 'amd_ras', 'amd_gpu_count']",
+        "cluster.provider.health_check.checks must be a list of "
+        "['xid', 'dcgm_health', 'gpu_count', 'amd_ras', 'amd_gpu_count']",
     ]
 
 

@@ -228,6 +228,9 @@ def host_facts(ctx: Context) -> dict[str, Any]:
         merged["problems"].update(part.pop("problems", {}) or {})
         merged["artifacts"].update(part.pop("artifacts", {}) or {})
         merged.update(part)
+    # What roles size their launches by (ranks per node, rccl/nccl-tests -g): the devices a job addresses, the
+    # NVIDIA GPUs or else the AMD HIP devices (every partition of a GPU in CPX mode is one).
+    merged["gpu_devices"] = merged.get("gpu_count") or merged.get("amd_hip_devices") or 0
     return merged
 
 

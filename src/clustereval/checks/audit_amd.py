@@ -354,8 +354,8 @@ def peer_memory(ctx: Context) -> Verdict:
 @facts(probes=[STATIC, NODE])
 def amd_facts(ctx: Context) -> dict[str, Any]:
     """The AMD GPUs' facts (``amd_*``; None on a node without them), read by facts.hardware for gpu_model etc."""
-    out: dict[str, Any] = {"problems": {}, "amd_gpu_count": None, "amd_gpu_models": [], "amd_driver_version": None,
-                           "amd_partition": None, "amd_vbios": None, "rocm_version": None}
+    out: dict[str, Any] = {"problems": {}, "amd_gpu_count": None, "amd_hip_devices": None, "amd_gpu_models": [],
+                           "amd_driver_version": None, "amd_partition": None, "amd_vbios": None, "rocm_version": None}
     try:
         devs, _ = devices(ctx)
     except Skip:
@@ -367,7 +367,8 @@ def amd_facts(ctx: Context) -> dict[str, Any]:
     parts = _partition_of(devs)
     vbios = Counter(str(d["vbios"]) for d in gpus if d.get("vbios"))
     drivers = Counter(str(d["driver"]) for d in gpus if d.get("driver"))
-    out.update(amd_gpu_count=len(gpus), amd_gpu_models=sorted({str(g["model"]) for g in gpus}),
+    out.update(amd_gpu_count=len(gpus), amd_hip_devices=len(devs),
+               amd_gpu_models=sorted({str(g["model"]) for g in gpus}),
                amd_partition="/".join([",".join(parts["compute"]) or "?", ",".join(parts["memory"]) or "?"]),
                amd_vbios=vbios.most_common(1)[0][0] if vbios else None,
                amd_driver_version=drivers.most_common(1)[0][0] if drivers else None)

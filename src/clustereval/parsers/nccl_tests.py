@@ -244,6 +244,10 @@ def _parse(text: str, tool: str) -> dict[str, Any]:
             version = _NCCL_VERSION.search(message)
             if version and not nccl_version:
                 nccl_version = version.group(1)
+            # RCCL under NCCL_DEBUG=INFO prints its banner's first line as an INFO message
+            rccl = _RCCL_KV.match(message.strip())
+            if rccl:
+                rccl_info.setdefault(rccl.group(1), rccl.group(2))
             nranks = _NRANKS_INFO.search(message)
             if nranks:
                 nranks_info = max(nranks_info or 0, int(nranks.group(1)))

@@ -11,6 +11,12 @@ others fail after ``SIMNODE_NCCL_BOOTSTRAP_TIMEOUT_S`` (default 60 s) with the e
 
 Environment honoured like NCCL: ``NCCL_P2P_DISABLE``, ``NCCL_SHM_DISABLE``, ``NCCL_NVLS_ENABLE``,
 ``NCCL_IB_HCA``, ``NCCL_DEBUG=INFO``. Standard library only; never imports clustereval.
+
+On an AMD node (``amd`` in node.json) the binaries are rccl-tests: the same run over the node's HIP devices
+(``amd.gpus``: one per logical GPU, so 64 in CPX mode) and ``fabric`` figures (``nvlink_busbw_gbps`` is the
+XGMI plateau), printed in the rccl-tests layout of the sibling module ``rccl_layout`` (RCCL's version banner
+under ``NCCL_DEBUG=VERSION``/``WARN``/``INFO``, warm-up default 5, ``-N`` cycles, failed validation counted in
+``# Out of bounds values`` and the exit status, ``NCCL_TESTS_MIN_BW``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import socket
 import sys
 import time
 
+import rccl_layout
 from simnode import read_json, sim_root
 
 COLLECTIVES = {
@@ -65,9 +72,9 @@ def parse_size(text: str) -> int:
     return int(float(text))
 
 
-def parse_args(argv: list[str]) -> dict:
+def parse_args(argv: list[str], warmup: str = "1") -> dict:
     opts = {"t": "1", "g": "1", "b": str(32 * 1024 * 1024), "e": str(32 * 1024 * 1024), "i": str(1024 * 1024),
-            "f": "1", "n": "20", "m": "1", "w": "1", "c": "1", "o": "sum", "d": "float", "r": "0", "G": "0"}
+            "f": "1", "n": "20", "m": "1", "w": warmup, "c": "1", "o": "sum", "d": "float", "r": "0", "G": "0"}
     k = 0
     while k < len(argv):
         arg = argv[k]
@@ -268,6 +275,33 @@ def debug_lines(me: dict, nranks: int, nnodes: int) -> None:
         info(host, pid, me["devices"][0], "Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA")
 
 
+def active_rails(me: dict) -> list[dict]:
+    fab = me["fabric"]
+    return [r for r in hca_filter(me["env"].get("NCCL_IB_HCA"), fab.get("rails") or []) if r.get("up", True)]
+
+
+def run_cycles(opts: dict) -> int:
+    """rccl-tests' ``-N`` (cycles, each printed under ``# Testing N cycle.``); 0 (forever) is run once."""
+    try:
+        return max(int(opts.get("N", "1")), 1)
+    except ValueError:
+        return 1
+
+
+def rccl_header(me: dict, members: list[dict], nranks: int, nnodes: int, ver: dict) -> None:
+    """Rank 0 on an AMD node: the rank lines, RCCL's INFO lines or version banner, the table header."""
+    for m in members:
+        for k, dev in enumerate(m["devices"]):
+            out(rccl_layout.rank_line(m["first_rank"] + k, m["pid"], m["host"], dev, m["bdfs"][k], m["names"][k]))
+    for line in rccl_layout.debug_lines(me, nranks, nnodes, active_rails(me), ver, with_banner=True):
+        out(line)
+    if rccl_layout.debug_level() in ("VERSION", "WARN"):
+        for line in rccl_layout.banner(me["host"], ver):
+            out(line)
+    for line in rccl_layout.table_header():
+        out(line)
+
+
 def fail(host: str, pid: int, text: str, line: int = 1005) -> int:
     out(f"{host}: Test NCCL failure common.cu:{line} '{text}'")
     out(f" .. {host} pid {pid}: Test failure common.cu:891")
@@ -296,7 +330,9 @@ def main(argv: list[str]) -> int:
     collective = prog.removesuffix("_perf")
     if collective not in COLLECTIVES:
         collective = "all_reduce"
-    opts = parse_args(argv)
+    node = read_json(os.path.join(sim_root(), "node.json"), {})
+    amd = node.get("amd") or None
+    opts = parse_args(argv, warmup="5" if amd else "1")  # rccl-tests warms up 5 times by default
     if opts.get("help"):
         out(usage(prog))
         return 0
@@ -304,13 +340,13 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"{prog}: unrecognized option '{opts['error']}'\n")
         out(usage(prog))
         return 1
-    node = read_json(os.path.join(sim_root(), "node.json"), {})
     fab = node.get("fabric") or {}
     host = socket.gethostname()
     pid = os.getpid()
     nthreads, ngpus = int(opts["t"]), int(opts["g"])
     j = job()
-    gpus = node.get("gpus") or []
+    gpus = (amd.get("gpus") or []) if amd else node.get("gpus") or []  # HIP devices: one per partition
+    ver = rccl_layout.versions(amd, fab) if amd else {}
     first_dev = j["local"] * nthreads * ngpus
     count = nthreads * ngpus
     version = str(fab.get("nccl_version", "2.27.7"))
@@ -323,14 +359,18 @@ def main(argv: list[str]) -> int:
     op = opts["o"] if redop else "none"
     check = int(opts["c"]) > 0
     size_list = sizes(opts)
-    if is_root:
+    step = f"{int(float(opts['f']))}(factor)" if int(float(opts["f"])) > 1 else f"{parse_size(opts['i'])}(bytes)"
+    params = (f"# nThread {nthreads} nGpus {ngpus} minBytes {parse_size(opts['b'])} maxBytes "
+              f"{parse_size(opts['e'])} step: {step} warmup iters: {opts['w']} iters: {opts['n']} agg iters: "
+              f"{opts['m']} validation: {1 if check else 0} graph: {opts['G']}")
+    if is_root and amd:
+        for line in rccl_layout.head(prog, params, opts, ver["tests"]):
+            out(line)
+    elif is_root:
         out(f"# nccl-tests version {fab.get('nccl_tests_version', '2.17.6')} nccl-headers={vcode} "
             f"nccl-library={vcode}")
         out(f"# Collective test starting: {prog}")
-        step = f"{int(float(opts['f']))}(factor)" if int(float(opts["f"])) > 1 else f"{parse_size(opts['i'])}(bytes)"
-        out(f"# nThread {nthreads} nGpus {ngpus} minBytes {parse_size(opts['b'])} maxBytes {parse_size(opts['e'])} "
-            f"step: {step} warmup iters: {opts['w']} iters: {opts['n']} agg iters: {opts['m']} "
-            f"validation: {1 if check else 0} graph: {opts['G']}")
+        out(params)
         if opts.get("z", "0") != "0":
             out("# Blocking Enabled: wait for completion and barrier after each collective ")
         out("#")
@@ -343,13 +383,20 @@ def main(argv: list[str]) -> int:
         return 2
     devices = list(range(first_dev, first_dev + count))
     comm_seed = j["key"] or f"bare-{pid}"
+    if amd:
+        fields = [rccl_layout.device_fields(gpus[d]) for d in devices]
+        buses, names = [f[0] for f in fields], [f[2] for f in fields]
+    else:
+        buses, names = [gpus[d]["pci_bus"] for d in devices], [gpus[d]["name"] for d in devices]
     me = {"proc": j["rank"], "host": host, "pid": pid, "node": node.get("node", host), "devices": devices,
-          "buses": [gpus[d]["pci_bus"] for d in devices], "names": [gpus[d]["name"] for d in devices],
+          "buses": buses, "names": names,
           "fabric": fab, "env": nccl_env(), "first_rank": j["rank"] * count,
           "cuda_version": node.get("cuda_version", "13.0"),
           "address": os.environ.get("SSH_CONNECTION", "").split()[2] if len(
               os.environ.get("SSH_CONNECTION", "").split()) > 2 else "127.0.0.1",
           "comm_id": hashlib.sha1(comm_seed.encode()).hexdigest()[:16]}
+    if amd:
+        me.update(bdfs=[f[1] for f in fields], peer_memory=amd.get("peer_memory", "dma_buf"))
     base = None
     if j["nprocs"] > 1:
         base = os.path.join(cluster_dir(), "run", "nccl", j["key"])
@@ -369,26 +416,34 @@ def main(argv: list[str]) -> int:
     nnodes = len({m["node"] for m in members})
     multi = nnodes > 1
     if not is_root:
-        debug_lines(me, nranks, nnodes)
+        if amd:
+            for line in rccl_layout.debug_lines(me, nranks, nnodes, active_rails(me), ver, with_banner=False):
+                out(line)
+        else:
+            debug_lines(me, nranks, nnodes)
         # wait for rank 0 to finish (or hang with it), then leave together
         while base and not os.path.exists(os.path.join(base, "done")):
             time.sleep(0.05)
         with open(os.path.join(base, f"exit{j['rank']}"), "w"):
             pass
         return 0
-    for m in members:
-        for k, dev in enumerate(m["devices"]):
-            out(f"#  Rank {m['first_rank'] + k:2d} Group {0:2d} Pid {m['pid']:6d} on {m['host']:>10s} device "
-                f"{dev:2d} [0000:{m['buses'][k].lower()}:00] {m['names'][k]}")
-    debug_lines(me, nranks, nnodes)
-    out(f"NCCL version {version}+cuda{node.get('cuda_version', '13.0')}")
-    out("#")
-    out(f"# {'':>10s}  {'':>12s}  {'':>8s}  {'':>6s}  {'':>6s}           out-of-place                       "
-        "in-place          ")
-    out(f"# {'size':>10s}  {'count':>12s}  {'type':>8s}  {'redop':>6s}  {'root':>6s}  {'time':>7s}  {'algbw':>6s}  "
-        f"{'busbw':>6s}  {'#wrong':>6s}  {'time':>7s}  {'algbw':>6s}  {'busbw':>6s}  {'#wrong':>6s} ")
-    out(f"# {'(B)':>10s}  {'(elements)':>12s}  {'':>8s}  {'':>6s}  {'':>6s}  {'(us)':>7s}  {'(GB/s)':>6s}  "
-        f"{'(GB/s)':>6s}  {'':>6s}  {'(us)':>7s}  {'(GB/s)':>6s}  {'(GB/s)':>6s}  {'':>6s} ")
+    if amd:
+        rccl_header(me, members, nranks, nnodes, ver)
+    else:
+        for m in members:
+            for k, dev in enumerate(m["devices"]):
+                out(f"#  Rank {m['first_rank'] + k:2d} Group {0:2d} Pid {m['pid']:6d} on {m['host']:>10s} device "
+                    f"{dev:2d} [0000:{m['buses'][k].lower()}:00] {m['names'][k]}")
+        debug_lines(me, nranks, nnodes)
+        out(f"NCCL version {version}+cuda{node.get('cuda_version', '13.0')}")
+        out("#")
+        out(f"# {'':>10s}  {'':>12s}  {'':>8s}  {'':>6s}  {'':>6s}           out-of-place                       "
+            "in-place          ")
+        out(f"# {'size':>10s}  {'count':>12s}  {'type':>8s}  {'redop':>6s}  {'root':>6s}  {'time':>7s}  "
+            f"{'algbw':>6s}  {'busbw':>6s}  {'#wrong':>6s}  {'time':>7s}  {'algbw':>6s}  {'busbw':>6s}  "
+            f"{'#wrong':>6s} ")
+        out(f"# {'(B)':>10s}  {'(elements)':>12s}  {'':>8s}  {'':>6s}  {'':>6s}  {'(us)':>7s}  {'(GB/s)':>6s}  "
+            f"{'(GB/s)':>6s}  {'':>6s}  {'(us)':>7s}  {'(GB/s)':>6s}  {'(GB/s)':>6s}  {'':>6s} ")
     bws = [node_bandwidth(m, collective, multi) for m in members]
     plateau, lat = min(b[0] for b in bws), max(b[1] for b in bws)
     faults = {}
@@ -400,42 +455,57 @@ def main(argv: list[str]) -> int:
     root = int(opts["r"]) if collective in ("broadcast", "reduce") else -1
     nodes_key = ",".join(sorted({m["node"] for m in members}))
     total_bw = []
-    for index, size in enumerate(size_list):
-        count_el = size // wordsize // nranks if per_rank else size // wordsize
-        shown = count_el * wordsize * (nranks if per_rank else 1)
-        hang = faults.get("hang")
-        if hang and shown >= parse_size(str(hang.get("size", 0))):
-            while True:  # the collective never completes: blocks until the launcher kills it
-                time.sleep(3600)
-        cells = []
-        for inplace in (False, True):
-            bw = plateau
-            jag = faults.get("jagged")
-            if jag and shown >= parse_size(str(jag.get("from_bytes", 0))) and index % 2 == 1:
-                bw *= float(jag.get("factor", 0.5))
-            t = lat + (shown * factor) / (bw * 1e3) if shown else lat * 0.35
-            t *= jitter(nodes_key, collective, shown, inplace, nranks)
-            algbw = shown / (t * 1e3)
-            busbw = algbw * factor
-            total_bw.append(busbw)
-            wrong = 0
-            spec = faults.get("wrong")
-            if spec:
-                listed = [parse_size(str(s)) for s in spec.get("sizes") or []]
-                if (shown in listed) if listed else shown >= parse_size(str(spec.get("from_bytes", 0))):
-                    wrong = int(spec.get("count", max(count_el // 7, 1)))
-            if not check or (inplace and collective == "alltoall"):
-                cells.append(f"  {get_float_str(t, 7):>7s}  {get_float_str(algbw, 6):>6s}  "
-                             f"{get_float_str(busbw, 6):>6s}    N/A")
-            else:
-                cells.append(f"  {get_float_str(t, 7):>7s}  {get_float_str(algbw, 6):>6s}  "
-                             f"{get_float_str(busbw, 6):>6s}  {fmt_g(wrong):>6s}")
-        out(f"{shown:12d}  {count_el:12d}  {dtype:>8s}  {op:>6s}  {root:6d}" + "".join(cells))
+    cycles, errors = (run_cycles(opts), 0) if amd else (1, 0)
+    for cycle in range(cycles):
+        if cycles > 1:
+            out(f"# Testing {cycle + 1} cycle.")
+        for index, size in enumerate(size_list):
+            count_el = size // wordsize // nranks if per_rank else size // wordsize
+            shown = count_el * wordsize * (nranks if per_rank else 1)
+            hang = faults.get("hang")
+            if hang and shown >= parse_size(str(hang.get("size", 0))):
+                while True:  # the collective never completes: blocks until the launcher kills it
+                    time.sleep(3600)
+            cells = []
+            for inplace in (False, True):
+                bw = plateau
+                jag = faults.get("jagged")
+                if jag and shown >= parse_size(str(jag.get("from_bytes", 0))) and index % 2 == 1:
+                    bw *= float(jag.get("factor", 0.5))
+                t = lat + (shown * factor) / (bw * 1e3) if shown else lat * 0.35
+                t *= jitter(nodes_key, collective, shown, inplace, nranks, *([cycle] if cycle else []))
+                algbw = shown / (t * 1e3)
+                busbw = algbw * factor
+                total_bw.append(busbw)
+                wrong = 0
+                spec = faults.get("wrong")
+                if spec:
+                    listed = [parse_size(str(s)) for s in spec.get("sizes") or []]
+                    if (shown in listed) if listed else shown >= parse_size(str(spec.get("from_bytes", 0))):
+                        wrong = int(spec.get("count", max(count_el // 7, 1)))
+                unchecked = not check or (inplace and collective == "alltoall")
+                if amd:
+                    cells.append(rccl_layout.cell(t, algbw, busbw, None if unchecked else wrong))
+                    errors += len(members) if wrong and not unchecked else 0  # each process counts its own
+                elif unchecked:
+                    cells.append(f"  {get_float_str(t, 7):>7s}  {get_float_str(algbw, 6):>6s}  "
+                                 f"{get_float_str(busbw, 6):>6s}    N/A")
+                else:
+                    cells.append(f"  {get_float_str(t, 7):>7s}  {get_float_str(algbw, 6):>6s}  "
+                                 f"{get_float_str(busbw, 6):>6s}  {fmt_g(wrong):>6s}")
+            out(f"{shown:12d}  {count_el:12d}  {dtype:>8s}  {op:>6s}  {root:6d}" + "".join(cells))
     avg = sum(total_bw) / len(total_bw) if total_bw else 0.0
-    out(f"# {'Out of bounds values':<20s} : 0 OK")
-    out(f"# {'Avg bus bandwidth':<20s} : {fmt_g(avg)} ")
-    out("#")
-    out(f"# Collective test concluded: {prog}")
+    status = 0
+    if amd:
+        lines, failed = rccl_layout.footer(prog, check, errors, avg)
+        for line in lines:
+            out(line)
+        status = 1 if failed else 0  # rccl-tests exits EXIT_FAILURE
+    else:
+        out(f"# {'Out of bounds values':<20s} : 0 OK")
+        out(f"# {'Avg bus bandwidth':<20s} : {fmt_g(avg)} ")
+        out("#")
+        out(f"# Collective test concluded: {prog}")
     if base:
         with open(os.path.join(base, "done"), "w"):
             pass
@@ -444,7 +514,7 @@ def main(argv: list[str]) -> int:
                 os.path.exists(os.path.join(base, f"exit{p}")) for p in range(1, j["nprocs"])):
             time.sleep(0.02)
         shutil.rmtree(base, ignore_errors=True)
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ TITLES = {"ib_write_bw": "RDMA_Write BW Test", "ib_read_bw": "RDMA_Read BW Test"
 WITH_VALUE = {"-p", "--port", "-d", "--ib-dev", "-i", "--ib-port", "-s", "--size", "-n", "--iters",
               "-q", "--qp", "-x", "--gid-index", "-D", "--duration", "-m", "--mtu", "-t", "--tx-depth",
               "-Q", "--cq-mod", "-I", "--inline_size", "-u", "--qp-timeout", "-S", "--sl", "-o", "--outs",
-              "-r", "--rx-depth", "--use_cuda", "--source_ip", "--tclass", "--flow_label", "--mmap",
+              "-r", "--rx-depth", "--use_cuda", "--use_rocm", "--source_ip", "--tclass", "--flow_label", "--mmap",
               "--rate_limit", "-w", "--limit_bw", "-y", "--limit_msgrate", "-L", "--cpu_util", "-M", "--mcg"}
 FLAGS = {"-a", "--all", "-F", "--CPU-freq", "-R", "--rdma_cm", "-b", "--bidirectional", "--report_gbits",
          "-z", "--comm_rdma_cm", "-c", "--connection", "-e", "--events", "-H", "--report-histogrm",
@@ -105,11 +105,14 @@ def main(argv: list[str]) -> int:
     if "-V" in opts or "--version" in opts:
         print("Version: 6.22")
         return 0
-    if "--use_cuda" in opts and not fab.get("gpudirect", True):
-        # perftest built without CUDA has no --use_cuda option at all
-        sys.stderr.write(f"{prog}: unrecognized option '--use_cuda={opts['--use_cuda']}'\n")
-        sys.stdout.write(usage(prog))
-        return 1
+    # perftest is built for one accelerator: without CUDA (or without GPUDirect) it has no --use_cuda option at
+    # all, and only a ROCm build (an AMD node) has --use_rocm
+    amd = bool(node.get("amd"))
+    for flag, built in (("--use_cuda", not amd), ("--use_rocm", amd)):
+        if flag in opts and not (built and fab.get("gpudirect", True)):
+            sys.stderr.write(f"{prog}: unrecognized option '{flag}={opts[flag]}'\n")
+            sys.stdout.write(usage(prog))
+            return 1
     rails = [r for r in fab.get("rails") or [] if r.get("up", True)]
     dev = opt(opts, "-d", "--ib-dev")
     if dev is None and not rails:
@@ -125,6 +128,7 @@ def main(argv: list[str]) -> int:
     qps = int(opt(opts, "-q", "--qp", default=1))
     gid = opt(opts, "-x", "--gid-index")
     cuda = opt(opts, "--use_cuda")
+    rocm = opt(opts, "--use_rocm")
     mine = {"rail": rail["name"], "rate": rail["rate_gbps"] * rail.get("factor", 1.0) * (1.0 if rail.get("up", True)
                                                                                         else 0.0),
             "node": node.get("node"), "pid": os.getpid()}
@@ -154,6 +158,17 @@ def main(argv: list[str]) -> int:
         conn.sendall((json.dumps(mine) + "\n").encode())
         peer = json.loads(conn.makefile().readline() or "{}")
     conn.close()
+    if rocm is not None:  # perftest's rocm_memory.c (init_rocm, rocm_memory_allocate_buffer)
+        devices = (node.get("amd") or {}).get("gpus") or []
+        idx = int(rocm)
+        if idx >= len(devices):
+            print(f"Requested ROCm device {idx} but found only {len(devices)} device(s)")
+            sys.stderr.write("Couldn't initialize ROCm device\n")
+            return 1
+        device = devices[idx]
+        print(f"Using ROCm Device with ID: {idx}, Name: {device['market_name']}, PCI Bus ID: "
+              f"0x{int(device['bdf'][5:7], 16):x}, GCN Arch: {device['gfx_version']}:sramecc+:xnack-")
+        print(f"allocated 131072 bytes of GPU buffer at 0x7f{hexid(os.getpid(), digits=10)}")
     if cuda is not None:
         gpus = node.get("gpus") or []
         idx = int(cuda)
