@@ -200,7 +200,9 @@ def render(settings: dict[str, Any], faults: dict[str, Any], node: str, cluster:
                 "max_gfx_clock_mhz": int(model["max_gfx_clock_mhz"]),
                 "max_mem_clock_mhz": int(model["max_mem_clock_mhz"]),
                 "utilization_pct": int(idle.get("utilization_pct", 0)),
-                "ras": {block: dict((ras.get(phys) or {}).get(block) or {"ce": 0, "ue": 0}) for block in RAS_BLOCKS},
+                # the counters are the physical GPU's: its first partition shows them, the others none
+                "ras": {block: dict(((ras.get(phys) or {}).get(block) if part == 0 else None) or {"ce": 0, "ue": 0})
+                        for block in RAS_BLOCKS},
             })
     physical_present = sorted({d["physical_index"] for d in devices})
     return {
