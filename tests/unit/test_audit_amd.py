@@ -81,6 +81,8 @@ def probes_of(state: dict[str, Any], tmp_path: Path, **node: Any) -> dict[str, d
     out.update(probe("amd_node", amd_node_text(state, **node)))
     out.update(probe("monitoring_kernel_log", kernel_log(state)))
     out.update(probe("slurm_node", "", 127, missing=True))
+    if state.get("amd"):
+        out.update(probe("nvidia_smi_q_x", "", 127, missing=True))  # an AMD node has no nvidia-smi
     return out
 
 
@@ -243,3 +245,13 @@ def test_the_hardware_facts_of_an_amd_node(tmp_path):
     assert hardware["gpu_vendor"] == "amd" and hardware["gpu_model"] == "AMD Instinct MI300X"
     assert hardware["gpu_count"] == 8 and hardware["driver_version"] == "6.14.14"
     assert hardware["rocm_version"] == "7.0.2"
+
+
+def test_the_fleet_of_amd_nodes_is_held_together(tmp_path):
+    states = [node_state("amd-faults", n) for n in ("node1", "node2", "node3")]
+    fleet = fleet_of(states, tmp_path)
+    got = judge("audit.fleet.gpu_consistency", fleet=fleet, subject="_cluster")
+    assert got["status"] == "fail" and "GPU count differs on node2 (7) from the fleet's 8" in got["summary"]
+    healthy = fleet_of([node_state("amd-mi300x", n) for n in ("node1", "node2")], tmp_path / "ok")
+    got = judge("audit.fleet.gpu_consistency", fleet=healthy, subject="_cluster")
+    assert got["status"] == "pass" and got["summary"] == "2 nodes agree: 8 GPUs each, same model, driver and ROCm"

@@ -268,20 +268,32 @@ def _fleet(ctx: Context, key: str, source: str) -> tuple[dict[str, Any], list[st
     return values, missing, artifacts
 
 
+# What the fleet must agree on, per GPU vendor: (fact, label, level when a node differs). Different drivers on
+# nodes of one job give ranks different NCCL/RCCL behaviour (and NVLink/IMEX need one driver): a fail, like the count.
+FLEET_GPU_FACTS = {
+    "nvidia": (("gpu_count", "GPU count", "fail"), ("gpu_models", "GPU model", "fail"),
+               ("driver_version", "driver", "fail"), ("cuda_version", "CUDA", "fail")),
+    "amd": (("amd_gpu_count", "GPU count", "fail"), ("amd_gpu_models", "GPU model", "fail"),
+            ("amd_driver_version", "amdgpu driver", "fail"), ("rocm_version", "ROCm", "fail")),
+}
+
+
 @check("audit.fleet.gpu_consistency")
 def fleet_gpu_consistency(ctx: Context) -> Verdict:
     counts, missing, artifacts = _fleet(ctx, "gpu_count", "gpu")
     ctx.extra_artifacts.extend(artifacts)
     _unassessable(ctx, counts, missing, "a GPU inventory", "gpu")
+    vendor = "nvidia"
     if not any(counts.values()):
-        raise Skip(f"none of the {len(counts)} nodes has GPUs the driver can see (no nvidia-smi, or no GPUs)")
-    evidence: dict[str, Any] = {"nodes_assessed": len(counts), "not_assessed": missing}
+        amd_counts, _, _ = _fleet(ctx, "amd_gpu_count", "amd_gpu")
+        if not any(amd_counts.values()):
+            raise Skip(f"none of the {len(counts)} nodes has GPUs the driver can see (no nvidia-smi or amd-smi, "
+                       "or no GPUs)")
+        vendor, counts = "amd", amd_counts
+    evidence: dict[str, Any] = {"nodes_assessed": len(counts), "not_assessed": missing, "vendor": vendor}
     findings: list[str] = []
     levels: set[str] = set()
-    for key, label, severity in (("gpu_count", "GPU count", "fail"), ("gpu_models", "GPU model", "fail"),
-                                 # Different drivers on nodes of one job give ranks different NCCL/CUDA
-                                 # behaviour (and NVLink/IMEX need one driver): a fail, like the count.
-                                 ("driver_version", "driver", "fail"), ("cuda_version", "CUDA", "fail")):
+    for key, label, severity in FLEET_GPU_FACTS[vendor]:
         values, _, _ = _fleet(ctx, key, "gpu")
         if not values:
             continue
@@ -294,7 +306,8 @@ def fleet_gpu_consistency(ctx: Context) -> Verdict:
     majority_count, _ = _odd_ones(counts)
     if findings:
         return Verdict(worst(levels), "; ".join(findings), len(counts), evidence=evidence)
-    return Verdict("pass", f"{len(counts)} nodes agree: {majority_count} GPUs each, same model, driver and CUDA",
+    toolkit = "CUDA" if vendor == "nvidia" else "ROCm"
+    return Verdict("pass", f"{len(counts)} nodes agree: {majority_count} GPUs each, same model, driver and {toolkit}",
                    len(counts), evidence=evidence)
 
 

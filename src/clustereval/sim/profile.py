@@ -1068,8 +1068,11 @@ OPTIONAL_TEXT = Kind("a string", lambda value: value is None or isinstance(value
 VERSION = Kind("a quoted version string", lambda value: isinstance(value, str))
 FLAG = Kind("true or false", lambda value: isinstance(value, bool))
 HOST_OR_COUNT = Kind("'host' or a whole number", lambda value: value == "host" or _is_whole(value), 1)
-PCI_BUS = Kind("a PCI bus number in hex such as '4C'", lambda value: isinstance(value, str | int)
-               and not isinstance(value, bool) and re.fullmatch(r"[0-9A-Fa-f]{1,2}", str(value)) is not None)
+# The bus of a GPU behind its PCIe switch: the root port, the switch's upstream and downstream ports sit on the
+# four buses below it and the rail NIC on the one above (shims/lspci.py), so 04..FE.
+PCI_BUS = Kind("a PCI bus number in hex from '04' to 'FE' such as '4C'", lambda value: isinstance(value, str | int)
+               and not isinstance(value, bool) and re.fullmatch(r"[0-9A-Fa-f]{1,2}", str(value)) is not None
+               and 0x04 <= int(str(value), 16) <= 0xFE)
 GPU_MISSING = Kind("a number of GPUs or a list of GPU indices", lambda value: not COUNT.problem(value)
                    or (isinstance(value, list) and not any(COUNT.problem(index) for index in value)))
 
