@@ -67,8 +67,10 @@ def test_problems_inside_one_section_are_all_reported(tmp_path):
     ("gpus: {idle: {utilization_pct: 120}}", "nodes.node2.gpus.idle.utilization_pct: must be a whole number from 0 "
                                              "to 100, not 120"),
     ("gpus: {persistence_mode: 'yes'}", "nodes.node2.gpus.persistence_mode: expected true or false, not 'yes'"),
-    ("gpus: {pci_bus_ids: ['19', XY]}", "nodes.node2.gpus.pci_bus_ids[1]: expected a PCI bus number in hex such as "
-                                        "'4C', not 'XY'"),
+    ("gpus: {pci_bus_ids: ['19', XY]}", "nodes.node2.gpus.pci_bus_ids[1]: expected a PCI bus number in hex from "
+                                        "'04' to 'FE' such as '4C', not 'XY'"),
+    ("gpus: {pci_bus_ids: ['19', '03']}", "nodes.node2.gpus.pci_bus_ids[1]: expected a PCI bus number in hex from "
+                                          "'04' to 'FE' such as '4C', not '03'"),
     ("slurm: {cpus: many}", "nodes.node2.slurm.cpus: expected 'host' or a whole number, not 'many'"),
     ("fabric: {rail_efficiency: high}", "nodes.node2.fabric.rail_efficiency: expected a number, not 'high'"),
     ("fabric: {rails: 4}", "nodes.node2.fabric has unknown keys ['rails']"),
