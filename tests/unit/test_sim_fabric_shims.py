@@ -20,14 +20,18 @@ from clustereval.sim.profile import ProfileError, load_profile, render_node
 TOOLS = [t for t, m in SHIMS.items() if m in ("nccl_tests.py", "perftest.py", "nvbandwidth.py")]
 
 
-@pytest.fixture(scope="module")
-def bindir(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("bin")
-    for tool in TOOLS:
+def launchers(d: Path, tools: list[str]) -> Path:
+    """``d`` with the launcher of every shim in ``tools`` (run by this interpreter), as a node's /sim/bin."""
+    for tool in tools:
         (d / tool).write_text(SHIM_LAUNCHER.format(lib=str(SHIM_SOURCES), module=SHIMS[tool][:-3])
                               .replace("#!/usr/bin/python3 -IS", f"#!{sys.executable} -IS"))
         (d / tool).chmod(0o755)
     return d
+
+
+@pytest.fixture(scope="module")
+def bindir(tmp_path_factory) -> Path:
+    return launchers(tmp_path_factory.mktemp("bin"), TOOLS)
 
 
 def make_node(tmp: Path, profile: str, node: str, address: str = "127.0.0.1", **fabric) -> Path:

@@ -8,17 +8,16 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from clustereval.parsers import parse
-from clustereval.sim.cluster import SHIM_LAUNCHER, SHIM_SOURCES, SHIMS
+from clustereval.sim.cluster import SHIMS
 from clustereval.sim.profile import load_profile, render_node
 from tests.conftest import read_corpus
-from tests.unit.test_sim_fabric_shims import make_node, run
+from tests.unit.test_sim_fabric_shims import launchers, make_node, run
 
 TOOLS = [t for t, m in SHIMS.items() if m == "nccl_tests.py"]
 A7809B3 = "all_reduce_perf-mi300x-x8-k8s-rccltests-a7809b3.txt"     # 8 ranks x 1 GPU, NCCL_DEBUG unset
@@ -28,12 +27,7 @@ OCI = "all_reduce_perf-mi355x-8gpu-pollara-truncated.txt"            # trailing 
 
 @pytest.fixture(scope="module")
 def bindir(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("bin")
-    for tool in TOOLS:
-        (d / tool).write_text(SHIM_LAUNCHER.format(lib=str(SHIM_SOURCES), module=SHIMS[tool][:-3])
-                              .replace("#!/usr/bin/python3 -IS", f"#!{sys.executable} -IS"))
-        (d / tool).chmod(0o755)
-    return d
+    return launchers(tmp_path_factory.mktemp("bin"), TOOLS)
 
 
 def faulty_profile(tmp: Path, faults: str) -> Path:

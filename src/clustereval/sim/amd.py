@@ -133,6 +133,8 @@ def _ras(faults: dict[str, Any], physical: int) -> dict[int, dict[str, dict[str,
 def render(settings: dict[str, Any], faults: dict[str, Any], node: str, cluster: str,
            missing: set[int]) -> dict[str, Any]:
     """node.json's ``amd`` section for an AMD node (ValueError naming the setting it cannot use)."""
+    from clustereval.sim.profile import _per_gpu as _per  # profile.py imports this module: read it when rendering
+
     gpu_cfg = settings.get("gpus") or {}
     model = _model(gpu_cfg)
     software = {**AMD_DEFAULTS, **(settings.get("amd") or {})}
@@ -233,10 +235,3 @@ def ras_kernel_lines(devices: list[dict[str, Any]], ras: dict[int, dict[str, dic
                     stamp += 0.000004
     return lines
 
-
-def _per(value: Any, index: int, default: Any) -> Any:
-    if isinstance(value, dict):
-        return value.get(index, value.get(str(index), default))
-    if isinstance(value, list):
-        return value[index] if index < len(value) else default
-    return default if value is None else value
