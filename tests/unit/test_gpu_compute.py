@@ -282,3 +282,24 @@ def test_a_credential_in_the_pip_index_url_never_reaches_the_run_directory(tmp_p
     written = "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
     assert "s3cr3tT0ken" not in written and "abcdef123456" not in written
     assert "https://<redacted>@pypi.example/simple" in written
+
+
+def test_rocm_gemms_run_with_tunableop_unless_the_operator_says_otherwise(monkeypatch):
+    import importlib.util
+    import os
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("clustereval_gpu_bench_under_test", SCRIPT)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    enabled: list[bool] = []
+    torch = SimpleNamespace(cuda=SimpleNamespace(tunable=SimpleNamespace(enable=enabled.append)))
+    monkeypatch.delenv("PYTORCH_TUNABLEOP_ENABLED", raising=False)
+    bench.tunable_op(torch)
+    assert os.environ["PYTORCH_TUNABLEOP_ENABLED"] == "1" and enabled == [True]
+    monkeypatch.setenv("PYTORCH_TUNABLEOP_ENABLED", "0")  # the operator's own setting wins
+    enabled.clear()
+    bench.tunable_op(torch)
+    assert os.environ["PYTORCH_TUNABLEOP_ENABLED"] == "0" and enabled == []
+    assert bench.arguments([]).rocm_tunableop == "on" and bench.arguments(["--rocm-tunableop", "off"]).rocm_tunableop \
+        == "off"

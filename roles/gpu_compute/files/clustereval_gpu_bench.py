@@ -79,6 +79,8 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--moe-tokens", type=int_list, default=[128, 512, 2048, 8192])
     p.add_argument("--copy-mib", type=int, default=1024)
     p.add_argument("--flush-mib", type=int, default=256)
+    p.add_argument("--rocm-tunableop", choices=("on", "off"), default="on",
+                   help="on ROCm, PyTorch TunableOp picks the fastest hipBLASLt/rocBLAS GEMM (AMD's reference setup)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -437,6 +439,15 @@ def all_at_once(indices: list[int], argv: list[str]) -> int:
     return max(c.wait() for c in children)
 
 
+def tunable_op(torch) -> None:
+    """PYTORCH_TUNABLEOP_ENABLED=1, as AMD's MI300X reference setup runs GEMMs: each GEMM shape is tuned once
+    (in the warm-up) and then runs the fastest kernel. An operator's own setting of the variable wins."""
+    os.environ.setdefault("PYTORCH_TUNABLEOP_ENABLED", "1")
+    tunable = getattr(getattr(torch, "cuda", None), "tunable", None)
+    if tunable is not None and os.environ["PYTORCH_TUNABLEOP_ENABLED"] == "1":
+        tunable.enable(True)
+
+
 def main(argv: list[str]) -> int:
     args = arguments(argv)
     started = time.monotonic()
@@ -451,6 +462,8 @@ def main(argv: list[str]) -> int:
         backend = "rocm" if torch.version.hip else "cuda"
         count = torch.cuda.device_count()
         indices = list(range(count)) if args.gpus == "all" else [i for i in int_list(args.gpus) if 0 <= i < count]
+    if backend == "rocm" and args.rocm_tunableop == "on":
+        tunable_op(torch)
     if args.child:
         run_one(torch, indices[0], indices[0] if indices[0] is not None else 0, args)
         return 0
