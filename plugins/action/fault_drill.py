@@ -141,6 +141,16 @@ class ActionModule(ActionBase):
         series_path = os.path.join(series.SERIES_DIR, rundir.safe(self._host),
                                    os.path.basename(log_path)[: -len(".jsonl")] + ".csv")
         end, interrupted = self._drill(settings, log_path)
+        if drill == "inject" and end.get("fault"):
+            # An AMD node: the drill injected its RAS fault, not the Xid; the results and the log say which.
+            variant = {"method": method, "fault": str(end["fault"])}
+            name = f"fault-inject-{method}-{rundir.safe(str(end['fault']))}"
+            renamed = self._fresh(os.path.dirname(log_path), name, ".jsonl")
+            os.replace(log_path, renamed)
+            log_path = renamed
+            artifact = os.path.relpath(log_path, self._run_dir)
+            series_path = os.path.join(series.SERIES_DIR, rundir.safe(self._host),
+                                       os.path.basename(log_path)[: -len(".jsonl")] + ".csv")
         with open(log_path, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
         ctx_facts = facts_mod.hardware(self._vars.get("clustereval_facts") or {})

@@ -14,6 +14,12 @@ description:
     that order) and times detection (the scheduler takes the node out of service, or it goes down), the time in
     drain and the return to service with a GPU job; it records healthy nodes drained meanwhile and spares
     that came into service.
+  - On an AMD node (it has C(amd-smi) and no C(nvidia-smi)) the fault is an uncorrectable UMC (HBM) RAS error
+    instead of the Xid (results name it C(fault=ras_umc_ue)). C(ras) writes C(inject umc ue 0x0 0x0 0x0) to the
+    GPU's amdgpu RAS debugfs control (C(/sys/kernel/debug/dri/N/ras/ras_ctrl)) where debugfs and the driver's RAS
+    allow it; C(kmsg) writes the driver's report of one uncorrectable error in the umc block, as amdgpu prints it,
+    to C(/dev/kmsg); C(sbr) resets the bus; C(auto) tries them in that order (C(dcgm) is NVIDIA's only). GPUs
+    are listed with C(amd-smi list) (physical GPUs).
   - Refuses (every check recorded as skipped, nothing done) unless C(options.allow_destructive) is true and
     C(options.destructive_targets) names this host; C(dry_run) reads what it needs, does nothing and says what
     it would run (it needs the target list, not the flag).
@@ -25,15 +31,16 @@ options:
     type: str
     required: true
   method:
-    description: Injection method (C(auto), C(dcgm), C(kmsg), C(sbr)).
+    description: Injection method (C(auto), C(dcgm), C(kmsg), C(sbr); C(ras) on AMD nodes).
     type: str
     default: auto
   xid:
-    description: The Xid code injected.
+    description: The Xid code injected (NVIDIA nodes; an AMD node's fault is a UMC RAS error).
     type: int
     default: 79
   gpu:
-    description: Index of the GPU the fault is injected on.
+    description: Index of the GPU the fault is injected on (on an AMD node, of its physical GPUs in C(amd-smi list)
+      order).
     type: int
     default: 0
   reboot_command:
@@ -41,7 +48,10 @@ options:
     type: str
     default: systemctl reboot
   gpu_job_command:
-    description: The GPU job run once the node is back (C({node}) is the node's name).
+    description: >-
+      The GPU job run once the node is back (C({node}) is the node's name, C({gpu_list}) its GPU listing:
+      C(nvidia-smi -L), or C(amd-smi list) on an AMD node). Default
+      C(srun -w {node} -N1 -n1 --gres=gpu:1 -t 2 --immediate=10 {gpu_list}).
     type: str
   job_timeout_s:
     description: Seconds a GPU job may take before it counts as failed.

@@ -4,6 +4,9 @@ The drill action hands each check a :class:`DrillRecord` as ``ctx.session``: the
 where it lies. Each check parses it (``fault-drill-log``), builds the timeline (``drills.timeline``) and
 judges one question: did the node come back from a reboot, was the fault detected, was the node returned,
 only once the fault was gone, did the reaction fit the Xid, was a healthy node drained on the way.
+
+On an AMD node the drill injects an uncorrectable UMC RAS error instead of the Xid (the timeline's ``fault``,
+``ras_umc_ue``): judged the same way, against what an uncorrectable error asks for (:data:`RAS_FAULTS`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 from clustereval import baselines
 from clustereval.checks import Context, HarnessError, Skip, Verdict, check
+from clustereval.drills import RAS_UMC_UE
 from clustereval.drills import timeline as timeline_mod
 from clustereval.parsers import parse
 from clustereval.parsers.errors import ParseError
@@ -23,6 +27,13 @@ AREA = "fault"
 # service; anything else (RESTART_APP, IGNORE, none) asks only for the application to be restarted.
 NODE_ACTIONS = {"RESTART_BM": "reboot", "RESTART_VM": "reboot", "RESET_GPU": "reset", "WORKFLOW_XID_48": "reset",
                 "XID_154": "reset", "WORKFLOW_NVLINK_ERR": "reset", "WORKFLOW_NVLINK5_ERR": "reset"}
+# The AMD faults a drill injects, described as the Xid catalogue describes an Xid: an uncorrectable error makes
+# amdgpu reset the GPU and retire the page (an RMA once amdgpu.bad_page_threshold pages are retired), so the node
+# is taken out of service for a GPU reset and its health check before jobs return.
+RAS_FAULTS = {
+    RAS_UMC_UE: {"label": "UMC RAS UE", "name": "uncorrectable ECC error in HBM (UMC block)",
+                 "immediate_action": "RESET_GPU"},
+}
 ENDS = {
     "not_in_service": "skip", "unreachable": "error", "no_scheduler": "skip", "unavailable": "skip",
     "dry_run": "skip",
@@ -135,6 +146,30 @@ def _xid_action(xid: Any) -> tuple[str | None, dict[str, Any]]:
     return NODE_ACTIONS.get(str(action)), (info or {})
 
 
+@dataclass
+class Fault:
+    """What the drill injected: ``label`` for summaries (``Xid 79``, ``UMC RAS UE``), what it needs of the
+    provider (``reboot``, ``reset`` or None: an application restart), its catalogue entry, whose catalogue
+    (``NVIDIA``, ``AMD``), and the evidence naming it (``xid`` or ``fault``)."""
+
+    label: str
+    needs: str | None
+    info: dict[str, Any]
+    who: str
+    named: dict[str, Any]
+
+
+def _fault(tl: timeline_mod.Timeline) -> Fault:
+    fault = tl.start.get("fault")
+    if fault:
+        info = RAS_FAULTS.get(str(fault)) or {"label": str(fault)}
+        return Fault(str(info["label"]), NODE_ACTIONS.get(str(info.get("immediate_action"))), info, "AMD",
+                     {"fault": fault})
+    xid = tl.start.get("xid")
+    needs, info = _xid_action(xid)
+    return Fault(f"Xid {xid}", needs, info, "NVIDIA", {"xid": xid})
+
+
 @check("fault.reboot.recovery")
 def reboot_recovery(ctx: Context) -> Verdict:
     tl = _timeline(ctx)
@@ -158,23 +193,22 @@ def reboot_recovery(ctx: Context) -> Verdict:
 @check("fault.inject.detection")
 def inject_detection(ctx: Context) -> Verdict:
     tl = _timeline(ctx)
-    xid = tl.start.get("xid")
-    needs, info = _xid_action(xid)
-    if needs is None:
-        raise Skip(f"Xid {xid} ({info.get('name') or 'unknown'}) asks only for an application restart: there is "
-                   "nothing to detect; fault.inject.action judges the reaction")
+    fault = _fault(tl)
+    if fault.needs is None:
+        raise Skip(f"{fault.label} ({fault.info.get('name') or 'unknown'}) asks only for an application restart: "
+                   "there is nothing to detect; fault.inject.action judges the reaction")
     stone = tl.milestones.get("detected")
     if stone is None:
         limit = (tl.start.get("limits") or {}).get("detect_s")
         return _missing(ctx, "fault.inject.detection", tl,
-                        f"Xid {xid} injected on {tl.target} by {tl.end.get('method') if tl.end else '?'}; nothing "
-                        f"took the node out of service within {limit:g} s (it stayed "
+                        f"{fault.label} injected on {tl.target} by {tl.end.get('method') if tl.end else '?'}; "
+                        f"nothing took the node out of service within {limit:g} s (it stayed "
                         f"{tl.last.get('state') or 'unobserved'})")
     how = stone.detail.get("reason") or stone.detail.get("state")
     method = (tl.start.get("injection") or {}).get("method")
     return _graded(ctx, "fault.inject.detection", tl, stone.after_s,
-                   f"Xid {xid} injected by {method} on {tl.target} detected ({stone.detail.get('state')}: {how}; "
-                   f"±{stone.uncertainty_s:g} s)")
+                   f"{fault.label} injected by {method} on {tl.target} detected ({stone.detail.get('state')}: "
+                   f"{how}; ±{stone.uncertainty_s:g} s)")
 
 
 @check("fault.inject.return")
@@ -230,8 +264,8 @@ def inject_cleared(ctx: Context) -> Verdict:
 @check("fault.inject.action")
 def inject_action(ctx: Context) -> Verdict:
     tl = _timeline(ctx)
-    xid = tl.start.get("xid")
-    needs, info = _xid_action(xid)
+    fault = _fault(tl)
+    label, needs, info, who = fault.label, fault.needs, fault.info, fault.who
     stones = tl.milestones
     did = []
     if "detected" in stones:
@@ -242,24 +276,24 @@ def inject_action(ctx: Context) -> Verdict:
         did.append("returned")
     action = ", ".join(did) or "nothing"
     wanted = info.get("immediate_action") or "none listed"
-    evidence = _evidence(tl, xid=xid, catalogue_action=wanted, catalogue_name=info.get("name"))
+    evidence = _evidence(tl, **fault.named, catalogue_action=wanted, catalogue_name=info.get("name"))
     if needs is None:
         if "detected" in stones:
-            return Verdict("warn", f"Xid {xid} ({info.get('name')}) asks only for an application restart "
-                                   f"(NVIDIA: {wanted}), and the provider {action}: capacity lost for an "
+            return Verdict("warn", f"{label} ({info.get('name')}) asks only for an application restart "
+                                   f"({who}: {wanted}), and the provider {action}: capacity lost for an "
                                    "application fault", value=action, evidence=evidence, measured=_measured(tl))
-        return Verdict("pass", f"Xid {xid} asks only for an application restart; the node stayed in service",
+        return Verdict("pass", f"{label} asks only for an application restart; the node stayed in service",
                        value=action, evidence=evidence, measured=_measured(tl))
     if "detected" not in stones:
-        return Verdict("fail", f"Xid {xid} needs a GPU {needs} (NVIDIA: {wanted}) and the provider did nothing",
+        return Verdict("fail", f"{label} needs a GPU {needs} ({who}: {wanted}) and the provider did nothing",
                        value=action, evidence=evidence, measured=_measured(tl))
     if needs == "reboot" and "returned" in stones and "new_boot" not in stones:
-        return Verdict("fail", f"Xid {xid} needs a reboot (NVIDIA: {wanted}); the provider returned {tl.target} "
+        return Verdict("fail", f"{label} needs a reboot ({who}: {wanted}); the provider returned {tl.target} "
                                "without one", value=action, evidence=evidence, measured=_measured(tl))
     if "returned" not in stones:
-        raise Skip(f"the provider drained {tl.target}; whether its repair fits Xid {xid} ({wanted}) shows only once "
+        raise Skip(f"the provider drained {tl.target}; whether its repair fits {label} ({wanted}) shows only once "
                    "the node is returned")
-    return Verdict("pass", f"Xid {xid} (NVIDIA: {wanted}): the provider {action}", value=action, evidence=evidence,
+    return Verdict("pass", f"{label} ({who}: {wanted}): the provider {action}", value=action, evidence=evidence,
                    measured=_measured(tl))
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from clustereval.drills import AUTO_ORDER, commands, timeline
+from clustereval.drills import RAS_UMC_UE, auto_order, commands, timeline
 from clustereval.interrupts import Interrupted
 from clustereval.parsers.probe_drill import parse_step
 
@@ -48,7 +48,8 @@ class Settings:
     xid: int = 79
     gpu: int = 0
     reboot_cmd: str = "systemctl reboot"
-    gpu_job_cmd: str = "srun -w {node} -N1 -n1 --gres=gpu:1 -t 2 --immediate=10 nvidia-smi -L"
+    # "{gpu_list}": the node's own GPU listing (nvidia-smi -L, or amd-smi list on an AMD node).
+    gpu_job_cmd: str = "srun -w {node} -N1 -n1 --gres=gpu:1 -t 2 --immediate=10 {gpu_list}"
     poll_s: float = 0.5
     detect_limit_s: float = 600.0
     return_limit_s: float | None = 3600.0
@@ -133,6 +134,10 @@ class Drill:
         self.use_port_check = True
         self.end: dict[str, Any] = {}
         self.reachable = True
+        # What the node's own tools say its GPUs are (the gpu_bus step), and on an AMD node the fault injected
+        # instead of the Xid (results name it: ``fault``).
+        self.vendor: str | None = None
+        self.fault: str | None = None
 
     # ------------------------------------------------------------------ steps
     def _step(self, kind: str, step: str, cmd: str, timeout_s: float = POLL_TIMEOUT_S, local: bool = False,
@@ -210,6 +215,8 @@ class Drill:
                     self.before_restore()
                 self._restore()
             finally:
+                if self.vendor:
+                    self.end.update(vendor=self.vendor, **({"fault": self.fault} if self.fault else {}))
                 self.log.add({"kind": "end", "at": self.clock(), "method": self.method, "t0": self.t0, **self.end})
                 self.log.close()
         return self.end
@@ -222,6 +229,11 @@ class Drill:
             return
         if self.link.port_open() is False:
             self.use_port_check = False  # reached through a proxy: only SSH itself can tell
+        listed = first["observed"].get("gpus") or {}
+        if listed.get("tool") == "amd-smi":  # no nvidia-smi on the node, amd-smi there
+            self.vendor = "amd"
+        elif timeline.gpus_listed(listed):
+            self.vendor = "nvidia"
         state = timeline.target_state(first, s.target)
         scheduler = (first["observed"].get("scheduler") or {})
         tool = "kubectl on the controller" if s.scheduler == "k8s" else f"scontrol on {s.target}"
@@ -240,9 +252,13 @@ class Drill:
             return
         bus = {}
         if s.kind == "inject":
-            bus = self._step("step", "gpu_bus", commands.gpu_bus_ids()).get("observed", {}).get("gpu_bus") or {}
+            observed = self._step("step", "gpu_bus", commands.gpu_bus_ids()).get("observed") or {}
+            bus = observed.get("gpu_bus") or {}
+            self.vendor = observed.get("gpu_vendor") or self.vendor or "nvidia"
+            self.fault = RAS_UMC_UE if self.vendor == "amd" else None
             if s.gpu not in bus:
-                self._finish("unavailable", detail=f"GPU {s.gpu} is not listed by nvidia-smi on {s.target} "
+                tool = "amd-smi list (physical GPUs)" if self.vendor == "amd" else "nvidia-smi"
+                self._finish("unavailable", detail=f"GPU {s.gpu} is not listed by {tool} on {s.target} "
                                                    f"(GPUs: {sorted(bus)})")
                 return
         if s.dry_run:
@@ -308,31 +324,44 @@ class Drill:
         self.log.add({"kind": "fault", "step": step["step"], "fault_at": self.t0, "node_clock": node_fault,
                       "sent": step["sent"], "received": step["received"]})
 
+    def _methods(self) -> tuple[str, ...]:
+        return auto_order(self.vendor) if self.s.method == "auto" else (self.s.method,)
+
+    def _fault_extra(self) -> dict[str, Any]:
+        """What a step entry says about the fault, beside its method (an AMD node's: the RAS fault)."""
+        return {"fault": self.fault, "vendor": self.vendor} if self.fault else {}
+
     def _inject(self, bus_id: str) -> bool:
         s = self.s
         tried = []
-        for method in (AUTO_ORDER if s.method == "auto" else (s.method,)):
-            ready = self._step("step", f"prepare-{method}", commands.prepare(method, s.gpu, bus_id, s.xid))
+        vendor = self.vendor or "nvidia"
+        for method in self._methods():
+            ready = self._step("step", f"prepare-{method}", commands.prepare(method, s.gpu, bus_id, s.xid, vendor))
             observed = ready.get("observed") or {}
             if not ready.get("ok") or observed.get("unavailable") or ready.get("rc") != 0:
                 tried.append(f"{method}: {observed.get('unavailable') or ready.get('error') or ready.get('stderr')}")
                 continue
             extra = observed.get("ready") or {}
-            bridge, control = extra.get("bridge"), extra.get("control")
-            undo = commands.undo(method, s.gpu, bus_id, s.xid, self._gpus_before(), s.reboot_cmd, bridge, control)
-            cmd = commands.inject(method, s.gpu, bus_id, s.xid, bridge, control)
-            what = f"Xid {s.xid} on GPU {s.gpu} ({bus_id}) by {method}"
-            jid = self.journal.applied(what, undo, {"method": method, "command": cmd, "undo": undo,
-                                                    "line": commands.kmsg_line(s.xid, bus_id) if method == "kmsg"
-                                                    else None, "bridge": bridge, "bridge_control": control}, False)
-            step = self._step("step", "inject", cmd, method=method)
+            bridge, control, ctrl = extra.get("bridge"), extra.get("control"), extra.get("ctrl")
+            undo = commands.undo(method, s.gpu, bus_id, s.xid, self._gpus_before(), s.reboot_cmd, bridge, control,
+                                 vendor=vendor, ctrl=ctrl)
+            cmd = commands.inject(method, s.gpu, bus_id, s.xid, bridge, control, vendor=vendor, ctrl=ctrl)
+            injected = f"an uncorrectable UMC RAS error ({self.fault})" if self.fault else f"Xid {s.xid}"
+            what = f"{injected} on GPU {s.gpu} ({bus_id}) by {method}"
+            detail = {"method": method, "command": cmd, "undo": undo,
+                      "line": commands.kmsg_line(s.xid, bus_id, vendor) if method == "kmsg" else None,
+                      "bridge": bridge, "bridge_control": control}
+            if self.fault:
+                detail.update(fault=self.fault, ras_ctrl=ctrl)
+            jid = self.journal.applied(what, undo, detail, False)
+            step = self._step("step", "inject", cmd, method=method, **self._fault_extra())
             if step.get("ok") and step.get("rc") == 0:
                 self.method = method
                 self.pending.append((jid, undo, False))
                 self._mark_fault(step)
                 return True
-            said = ((step.get("observed") or {}).get("said") or {}).get("dcgmi") or step.get("stderr") or \
-                step.get("error") or ""
+            said_by = (step.get("observed") or {}).get("said") or {}
+            said = said_by.get("dcgmi") or said_by.get("ras") or step.get("stderr") or step.get("error") or ""
             self.journal.restored(jid, "not applied", {"rc": step.get("rc"), "said": said[-300:]})
             tried.append(f"{method}: exit {step.get('rc')}: {said.strip()[-200:]}")
         self._finish("unavailable", detail="no injection method worked: " + "; ".join(tried))
@@ -351,18 +380,21 @@ class Drill:
         if s.kind == "reboot":
             plan.append({"step": "reboot", "command": s.reboot_cmd})
         else:
-            for method in (AUTO_ORDER if s.method == "auto" else (s.method,)):
-                ready = self._step("step", f"prepare-{method}", commands.prepare(method, s.gpu, str(bus_id), s.xid))
+            vendor = self.vendor or "nvidia"
+            for method in self._methods():
+                ready = self._step("step", f"prepare-{method}",
+                                   commands.prepare(method, s.gpu, str(bus_id), s.xid, vendor))
                 extra = (ready.get("observed") or {}).get("ready")
                 possible = extra is not None and ready.get("rc") == 0
                 why = (ready.get("observed") or {}).get("unavailable") or ready.get("error")
-                plan.append({"method": method, "possible": possible, "why_not": why,
+                plan.append({"method": method, "possible": possible, "why_not": why, **self._fault_extra(),
                              "command": commands.inject(method, s.gpu, str(bus_id), s.xid, extra.get("bridge"),
-                                                        extra.get("control")) if possible else None})
+                                                        extra.get("control"), vendor=vendor, ctrl=extra.get("ctrl"))
+                             if possible else None})
                 if possible and s.method == "auto":
                     break
         plan.append({"step": "observe", "poll_s": s.poll_s, "detect_limit_s": s.detect_limit_s,
-                     "return_limit_s": s.return_limit_s, "gpu_job": s.gpu_job_cmd.replace("{node}", s.target)})
+                     "return_limit_s": s.return_limit_s, "gpu_job": self._gpu_job_cmd().replace("{node}", s.target)})
         self._finish("dry_run", plan=plan)
 
     def _observe(self) -> None:
@@ -394,13 +426,18 @@ class Drill:
                 next_job = self.clock() + s.job_every_s
                 continue
             started = self.clock()
-            self._poll(gpus=s.method == "sbr" or "returned" in stones)
+            # GPUs watched while they may be off the bus: a bus reset; an injected RAS error (the driver resets the GPU)
+            self._poll(gpus=s.method == "sbr" or self.method == "ras" or "returned" in stones)
             self.sleep(max(0.0, s.poll_s - (self.clock() - started)))
+
+    def _gpu_job_cmd(self) -> str:
+        """The GPU job's command with ``{gpu_list}`` as this node lists its GPUs."""
+        return self.s.gpu_job_cmd.replace("{gpu_list}", commands.gpu_list(self.vendor))
 
     def _gpu_job(self) -> None:
         s = self.s
         if s.scheduler != "k8s":
-            self._step("job", "gpu_job", commands.gpu_job(s.target, s.gpu_job_cmd, int(s.job_timeout_s)),
+            self._step("job", "gpu_job", commands.gpu_job(s.target, self._gpu_job_cmd(), int(s.job_timeout_s)),
                        timeout_s=s.job_timeout_s + 30)
             return
         name = f"clustereval-drill-{s.target}-{int(self.clock() * 1000) % 10**8}".lower()[:63]

@@ -95,9 +95,14 @@ def build(parsed: dict[str, Any]) -> Timeline:
                      and e.get("ok") and e.get("rc") == 0), None)
     if injected:
         observed = injected.get("observed") or {}
-        start = {**start, "injection": {"method": injected.get("method") or kind, "command": injected.get("cmd"),
-                                        "line": (observed.get("said") or {}).get("kmsg") or _kmsg_line(injected),
-                                        "node_said": (injected.get("stdout") or "")[-500:]}}
+        # What was injected: an AMD node's RAS fault (the step names it), else the drill's Xid.
+        what = {"fault": injected["fault"]} if injected.get("fault") else \
+            {"xid": start.get("xid")} if kind == "inject" else {}
+        start = {**start, **({"fault": injected["fault"], "vendor": injected.get("vendor")}
+                             if injected.get("fault") else {}),
+                 "injection": {"method": injected.get("method") or kind, **what, "command": injected.get("cmd"),
+                               "line": (observed.get("said") or {}).get("kmsg") or _kmsg_line(injected),
+                               "node_said": (injected.get("stdout") or "")[-500:]}}
     polls = [e for e in entries if e.get("kind") == "poll"]
     before = [e for e in polls if _ok(e) and (t0 is None or float(e["received"]) <= t0)]
     baseline = _baseline(before[-1] if before else None, target, before)
@@ -195,7 +200,8 @@ def usable_now(state: dict[str, Any], taints_before: list[str] | None) -> tuple[
 
 
 def gpus_listed(gpus: dict[str, Any] | None) -> bool:
-    """``nvidia-smi -L`` answered: it ran (exit 0), or it listed GPUs and failed on others (exit 15, a lost GPU)."""
+    """``nvidia-smi -L`` (or ``amd-smi list``) answered: it ran (exit 0), or it listed GPUs and failed on others
+    (exit 15, a lost GPU)."""
     return bool(gpus) and not gpus.get("missing") and (gpus.get("rc") == 0 or gpus.get("count", 0) > 0)
 
 

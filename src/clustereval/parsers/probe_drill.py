@@ -5,8 +5,11 @@
   ``alerts`` (``rc``, then Alertmanager's ``/api/v2/alerts`` JSON: ``firing`` alerts with their labels),
   ``scontrol`` (``rc``, then ``scontrol -o show node`` lines, parsed with the Slurm parser), ``kubectl`` (``rc``,
   then ``kubectl get nodes -o json``, parsed with the kubectl-nodes parser), ``gpus``
-  (``rc``, then ``nvidia-smi -L``), ``gpu_bus`` (``index, pci.bus_id`` rows), ``job`` (``rc`` and the job's
-  output), ``ready`` / ``unavailable`` (``why``), ``dcgmi`` / ``kmsg`` / ``restored`` (``rc``).
+  (``rc``, then ``nvidia-smi -L``; with ``tool=amd-smi``, ``amd-smi list``, whose physical GPUs — PARTITION_ID
+  0 — are counted), ``gpu_bus`` (``index, pci.bus_id`` rows; with ``vendor=amd``, ``amd-smi list``: the
+  physical GPUs in order, by BDF; ``gpu_vendor`` says which), ``job`` (``rc`` and the job's output: GPUs
+  listed by ``nvidia-smi -L`` or ``amd-smi list``), ``ready`` / ``unavailable`` (``why``), ``dcgmi`` /
+  ``kmsg`` / ``ras`` / ``restored`` (``rc``).
 * ``fault-drill-log`` — the drill's log, ``raw/<host>/fault-<drill>.jsonl``: one JSON object per line
   (``kind``: start, poll, step, job, end; ``sent`` / ``received``: the controller's clock), each step's
   ``stdout`` parsed as above under ``observed``. A torn last line (the controller died mid-write) is
@@ -21,6 +24,7 @@ from typing import Any
 
 from clustereval.parsers import register
 from clustereval.parsers._common import clean, result
+from clustereval.parsers.amd_smi import parse as parse_amd_smi
 from clustereval.parsers.errors import ParseError
 from clustereval.parsers.kubectl_nodes import parse as parse_kubectl_nodes
 from clustereval.parsers.probe_sections import sections
@@ -41,6 +45,19 @@ def _float(value: Any) -> float | None:
 
 def _int(value: Any) -> int | None:
     return int(value) if re.fullmatch(r"-?\d+", str(value or "")) else None
+
+
+def amd_smi_physical(body: list[str]) -> list[dict[str, Any]]:
+    """The physical GPUs ``amd-smi list`` prints (``GPU: N`` blocks with ``BDF``, ``UUID``, ``PARTITION_ID``): a
+    GPU split into compute partitions is listed once per partition, its first (PARTITION_ID 0) standing for
+    the GPU; a block without PARTITION_ID (older amd-smi) is a whole GPU. Each: ``gpu`` (amd-smi's index),
+    ``bdf``, ``uuid``. Read with the amd-smi parser; output it does not understand lists no GPU."""
+    try:
+        blocks = parse_amd_smi("\n".join(body)).get("gpus") or []
+    except ParseError:
+        return []
+    return [{"gpu": b.get("gpu"), "bdf": str(b.get("bdf") or "").lower() or None, "uuid": b.get("uuid")}
+            for b in blocks if str(b.get("partition_id", 0)).strip() in ("0", "")]
 
 
 def _scheduler_nodes(body: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
@@ -129,8 +146,8 @@ def _sinfo_nodes(body: list[str]) -> tuple[dict[str, dict[str, Any]], list[str]]
 @register("probe-drill-step")
 def parse_step(text: str) -> dict[str, Any]:
     out: dict[str, Any] = {"clock": None, "fault_at": None, "boot_id": None, "scheduler": None, "gpus": None,
-                           "gpu_bus": {}, "job": None, "restored_at": None, "ready": None, "unavailable": None,
-                           "alerts": None, "rcs": {}}
+                           "gpu_bus": {}, "gpu_vendor": None, "job": None, "restored_at": None, "ready": None,
+                           "unavailable": None, "alerts": None, "rcs": {}}
     warnings: list[str] = []
     for sec in sections(clean(text)):
         kind, body = sec["kind"], sec["body"]
@@ -161,19 +178,30 @@ def parse_step(text: str) -> dict[str, Any]:
         elif kind == "alerts":
             out["alerts"] = _alerts(_int(sec.get("rc")), body, warnings)
         elif kind == "gpus":
+            if sec.get("tool") == "amd-smi":
+                physical = amd_smi_physical(body)
+                out["gpus"] = {"rc": _int(sec.get("rc")), "missing": False, "count": len(physical),
+                               "uuids": [g["uuid"] for g in physical], "bdfs": [g["bdf"] for g in physical],
+                               "tool": "amd-smi", "output": "\n".join(body)[-2000:]}
+                continue
             lines = [m.groups() for m in map(_GPU_LINE.match, body) if m]
             out["gpus"] = {"rc": _int(sec.get("rc")), "missing": sec.get("missing") == "yes", "count": len(lines),
                            "uuids": [uuid for _, _, uuid in lines], "output": "\n".join(body)[-2000:]}
         elif kind == "gpu_bus":
-            out["gpu_bus"] = {int(m.group(1)): m.group(2) for m in map(_BUS_ROW.match, body) if m}
+            out["gpu_vendor"] = sec.get("vendor") or "nvidia"
+            if out["gpu_vendor"] == "amd":
+                out["gpu_bus"] = {i: g["bdf"] for i, g in enumerate(amd_smi_physical(body)) if g["bdf"]}
+            else:
+                out["gpu_bus"] = {int(m.group(1)): m.group(2) for m in map(_BUS_ROW.match, body) if m}
         elif kind == "job":
+            nvidia = sum(1 for line in body if _GPU_LINE.match(line))
             out["job"] = {"rc": _int(sec.get("rc")), "output": "\n".join(body)[-2000:],
-                          "gpus": sum(1 for line in body if _GPU_LINE.match(line))}
+                          "gpus": nvidia or len(amd_smi_physical(body))}
         elif kind == "ready":
             out["ready"] = {k: v for k, v in sec.items() if k not in ("kind", "body")}
         elif kind == "unavailable":
             out["unavailable"] = sec.get("why") or "unavailable"
-        elif kind in ("dcgmi", "kmsg", "restored", "end"):
+        elif kind in ("dcgmi", "kmsg", "ras", "restored", "end"):
             if kind == "restored":
                 out["restored_at"] = _float(sec.get("t"))
             out["rcs"][kind] = _int(sec.get("rc"))
