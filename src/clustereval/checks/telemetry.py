@@ -1,9 +1,15 @@
 """GPU telemetry sampled while a session runs (role ``telemetry``): per GPU temperature, power, clocks, clock
 event reasons, ECC and Xids, judged from the session's series (``Context.session``).
 
-Two streams: ``gpu`` — ``nvidia-smi --query-gpu=... --format=csv -lms N`` (parser ``nvidia-smi-query-loop``),
-one row per GPU per interval — and ``kernel`` — new kernel log lines (parser ``kernel-xid``). Xids are judged
-live: the result is recorded at the poll that brings the line, not when the session ends.
+Two streams: ``gpu`` — ``nvidia-smi --query-gpu=... --format=csv -lms N``, or on a node with amd-smi and no
+nvidia-smi ``amd-smi monitor ... -w S`` (parser ``gpu-telemetry-loop``: the same field names for both), one row
+per GPU per interval — and ``kernel`` — new kernel log lines (parser ``kernel-xid``). Xids are judged live: the
+result is recorded at the poll that brings the line, not when the session ends.
+
+AMD GPUs (rows with ``sampler: amd-smi``): ``temperature.gpu`` is the hotspot (junction) sensor, judged against
+the MI300X/MI355X limits of ``baselines/telemetry.yml``; the clock throttle reasons come only from amd-smi's
+``--violation`` columns and Xids are NVIDIA driver events, so without those the throttle and Xid checks skip
+those GPUs and say why.
 
 What is normal under load (measured on an H200, ``../shared/research/h200-ground-truth.md``): the GPU sits at
 its power cap, the SW power-cap reason is active and the SM clock falls from 1980 to about 1500 MHz. That is
@@ -28,6 +34,7 @@ AREA = "telemetry"
 FAULT_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 NOTE_REASONS = ("sw_thermal_slowdown",)
 MASK_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
+AMD_SAMPLER = "amd-smi"  # the ``sampler`` of rows parsed from amd-smi monitor (parsers/gpu_telemetry_loop.py)
 
 
 def _session(ctx: Context):
@@ -62,7 +69,8 @@ def per_gpu(ctx: Context) -> dict[int, dict[str, Any]]:
             continue
         gpu = gpus.setdefault(index, {"index": index, "samples": 0, "unreadable": 0, "reasons": defaultdict(int),
                                       "pci": row.get("pci.bus_id"), "first": row.get("timestamp"),
-                                      "ecc_first": {}, "ecc_last": {}})
+                                      "ecc_first": {}, "ecc_last": {}, "sampler": row.get("sampler"),
+                                      "reasons_read": False})
         gpu["samples"] += 1
         gpu["last"] = row.get("timestamp")
         if row.get("temperature.gpu") is None and row.get("power.draw") is None:
@@ -72,6 +80,8 @@ def per_gpu(ctx: Context) -> dict[int, dict[str, Any]]:
             value = row.get(field)
             if isinstance(value, int | float) and not isinstance(value, bool):
                 values[index][field].append(float(value))
+        if row.get("throttle_reasons_source"):
+            gpu["reasons_read"] = True
         for name in str(row.get("throttle_reasons_active") or "").split("|"):
             if name:
                 gpu["reasons"][name] += 1
@@ -165,6 +175,11 @@ def throttle(ctx: Context) -> list[Verdict]:
     interval = float(ctx.params.get("interval_ms") or 1000) / 1000.0
     verdicts = []
     for index, gpu in sorted(gpus.items()):
+        if gpu.get("sampler") == AMD_SAMPLER and not gpu.get("reasons_read"):
+            verdicts.append(_verdict(ctx, index, "skip", f"GPU {index}: amd-smi monitor gave no throttle reasons "
+                                     "(its --violation columns were not sampled), so throttling is not judged",
+                                     None, "s", None, {"samples": gpu["samples"], "sampler": AMD_SAMPLER}))
+            continue
         reasons = gpu["reasons"]
         faults = {r: reasons[r] for r in FAULT_REASONS if reasons.get(r)}
         notes = {r: reasons[r] for r in NOTE_REASONS if reasons.get(r)}
@@ -303,6 +318,11 @@ def xid(ctx: Context) -> list[Verdict] | None:
     for index in targets:
         seen = found.get(index, [])
         subject = _subject(ctx, index) if isinstance(index, int) else component_subject(ctx.subject, str(index))
+        if not seen and gpus.get(index, {}).get("sampler") == AMD_SAMPLER:
+            verdicts.append(Verdict("skip", f"GPU {index}: Xids are NVIDIA driver (NVRM) events; this AMD GPU's "
+                                    "errors are amdgpu RAS lines, which this check does not read", None, "events",
+                                    None, {"sampler": AMD_SAMPLER}, measured=session.measured(), subject=subject))
+            continue
         if not seen:
             verdicts.append(Verdict("pass", f"GPU {index}: no Xid while it was watched", 0, "events", None,
                                     {"sources": "kernel log"}, measured=session.measured(), subject=subject))

@@ -7,7 +7,14 @@ Sub-formats:
 * ``monitor`` - ``amd-smi monitor [-p -t -v -q --violation ...]``: one row per (logical) GPU under an
   upper-case column header, values with units (``248 W``, ``55 °C``, ``283 MB``, ``99 %``, ``1920 MHz``)
   normalised into unit-named keys (``power_w``, ``gpu_temp_c``, ``vram_used_mb``, ``gfx_util_pct``,
-  ``gfx_clock_mhz``), plus the ``PROCESS INFO:`` table when present.
+  ``gfx_clock_mhz``), plus the ``PROCESS INFO:`` table when present. The 26.x default set's ``VRAM_USAGE``
+  cell (``0.3/192.0 GB``, ``0.5/ 24.0 GB``: ``f"{used:5.1f}/{total:5.1f} GB"``) gives ``vram_used_gb`` and
+  ``vram_total_gb``.
+* ``monitor-watch`` - ``amd-smi monitor ... -w N [-W T] [-i K]`` (``AMDSMIHelpers.handle_watch``): the line
+  ``'CTRL' + 'C' to stop watching output:``, then per interval a table whose header starts with
+  ``TIMESTAMP`` (``'TIMESTAMP'.rjust(10) + '  GPU ...'``) and whose rows start with the epoch seconds,
+  followed by two blank lines (``print("\n")``). ``rows`` holds every row of every interval (with
+  ``timestamp``), ``gpus`` the last interval's rows, ``samples`` the number of intervals read.
 * ``topology`` - ``amd-smi topology``: every ``<NAME> TABLE:`` as a BDF x BDF mapping.
 """
 
@@ -24,6 +31,11 @@ TOOL = "amd-smi"
 
 _UNITS = {"W": "w", "°C": "c", "C": "c", "MB": "mb", "GB": "gb", "KB": "kb", "B": "b", "%": "pct",
           "MHz": "mhz", "Mhz": "mhz", "ns": "ns", "us": "us", "Mb/s": "mbitps", "mW": "mw"}
+_BANNER = "'CTRL' + 'C' to stop watching output:"
+# A table header of monitor (``GPU  POWER ...``) or of its watch mode (`` TIMESTAMP  GPU  POWER ...``).
+_MONITOR_HEADER = re.compile(r"^(?:TIMESTAMP\s+)?GPU\s+[A-Z]")
+# ``used/total unit`` as one cell (the default set's VRAM_USAGE: ``0.3/192.0 GB``, ``0.5/ 24.0 GB``).
+_FRACTION = re.compile(r"(-?\d+(?:\.\d+)?)/\s*(-?\d+(?:\.\d+)?)")
 _BDF = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
@@ -84,11 +96,11 @@ def _parse_keyvalue(text: str) -> dict[str, Any]:
 
 def _cells(line: str) -> list[tuple[str, str | None]]:
     """Whitespace tokens with a following unit token glued on: ``248 W`` -> ("248", "W")."""
-    words = line.replace("\xa0", " ").split()
+    words = _FRACTION.sub(r"\1/\2", line.replace("\xa0", " ")).split()
     cells: list[tuple[str, str | None]] = []
     for word in words:
         if word in _UNITS and cells and cells[-1][1] is None and (
-                cells[-1][0] == "N/A" or to_float(cells[-1][0]) is not None):
+                cells[-1][0] == "N/A" or to_float(cells[-1][0]) is not None or _FRACTION.fullmatch(cells[-1][0])):
             cells[-1] = (cells[-1][0], word)
         else:
             cells.append((word, None))
@@ -111,6 +123,12 @@ def _parse_table(lines: list[str], warnings: list[str]) -> tuple[list[dict[str, 
         row: dict[str, Any] = {}
         for name, (token, unit) in zip(header, cells, strict=True):
             key = name.lower()
+            fraction = _FRACTION.fullmatch(token)
+            if fraction:
+                base, suffix = key.removesuffix("_usage"), f"_{_UNITS.get(unit, (unit or '').lower())}" if unit else ""
+                row[f"{base}_used{suffix}"] = _value(fraction.group(1))
+                row[f"{base}_total{suffix}"] = _value(fraction.group(2))
+                continue
             value = _value(token)
             if unit in ("GB", "KB", "B") and isinstance(value, (int, float)):
                 # process memory columns mix B, KB and GB from row to row: normalise to bytes
@@ -129,15 +147,21 @@ def _parse_monitor(text: str) -> dict[str, Any]:
     lines = [ln.rstrip() for ln in text.split("\n")]
     blocks: list[list[str]] = []
     current: list[str] | None = None
+    watch = False
     for line in lines:
         if not line.strip():
+            current = None
+            continue
+        if line.strip() == _BANNER:
+            watch = True
             current = None
             continue
         if line.strip() == "PROCESS INFO:":
             current = None
             blocks.append(["PROCESS INFO:"])
             continue
-        if re.match(r"^GPU\s+[A-Z]", line.strip()):
+        if _MONITOR_HEADER.match(line.strip()):
+            watch = watch or line.strip().startswith("TIMESTAMP")
             current = [line.strip()]
             if blocks and blocks[-1] == ["PROCESS INFO:"]:
                 blocks[-1] = ["PROCESS INFO:", *current]
@@ -147,9 +171,10 @@ def _parse_monitor(text: str) -> dict[str, Any]:
             continue
         if current is not None:
             current.append(line)
-        else:
+        elif len(warnings) < 20:
             warnings.append(f"line outside any table: {line.strip()[:120]!r}")
     gpus: list[dict[str, Any]] = []
+    samples: list[list[dict[str, Any]]] = []
     processes: list[dict[str, Any]] = []
     elided = False
     for block in blocks:
@@ -160,12 +185,18 @@ def _parse_monitor(text: str) -> dict[str, Any]:
                 elided = elided or cut
             continue
         rows, cut = _parse_table(block, warnings)
+        if rows:
+            samples.append(rows)
         gpus.extend(rows)
         elided = elided or cut
     if not gpus:
         raise ParseError("amd-smi monitor: a column header but no GPU rows (cut short?)")
     if elided:
         warnings.append("rows were elided ('...'): not every GPU is listed")
+    if watch:
+        last = samples[-1]
+        return result(TOOL, "monitor-watch", complete=not elided, warnings=warnings, rows=gpus, gpus=last,
+                      gpu_count=len({r.get("gpu") for r in gpus}), samples=len(samples), processes=processes)
     return result(TOOL, "monitor", complete=not elided, warnings=warnings, gpus=gpus, gpu_count=len(gpus),
                   processes=processes)
 
@@ -220,8 +251,10 @@ def parse(text: str) -> dict[str, Any]:
         raise ParseError("amd-smi: the output is empty")
     if re.search(r"^[A-Z][A-Z -]* TABLE:\s*$", text, re.MULTILINE):
         return _parse_topology(text)
-    if re.search(r"^\s*GPU\s+[A-Z_]+\s+[A-Z_]+", text, re.MULTILINE):
+    if re.search(r"^\s*(?:TIMESTAMP\s+)?GPU\s+[A-Z_%]+\s+[A-Z_%]+", text, re.MULTILINE):
         return _parse_monitor(text)
     if re.search(r"^GPU:\s*\d+", text, re.MULTILINE):
-        return _parse_keyvalue(text)
+        return _parse_keyvalue(text)  # also ``metric -w N`` (the watch banner, then one block per GPU per interval)
+    if _BANNER in text:
+        return _parse_monitor(text)  # a watch banner and nothing after it yet
     raise ParseError("amd-smi: output not recognised as 'GPU: N' blocks, a monitor table or a topology table")
