@@ -120,3 +120,21 @@ def test_the_engine_reports_and_exits_1_without_draining(tmp_path, monkeypatch, 
 def test_a_check_not_named_is_not_run(tmp_path, monkeypatch, capsys):
     hc = engine(tmp_path, monkeypatch, XID_79)
     assert hc.main([]) == 0 and capsys.readouterr().out == ""
+
+
+def test_the_engine_checks_amd_gpus(tmp_path, monkeypatch, capsys):
+    ue = "[ 2.0] amdgpu 0000:65:00.0: 2 uncorrectable hardware errors detected in umc block\n"
+    hc = engine(tmp_path, monkeypatch, "[ 1.0] amdgpu 0000:65:00.0: 3 correctable hardware errors detected in umc "
+                                       "block\n" + ue)
+    # amd-smi list of a node whose driver lost a GPU: 7 physical GPUs (partition 0 each)
+    (tmp_path / "bin").mkdir()
+    listing = "".join(f"GPU: {i}\n    BDF: 0000:{5 + 32 * i:02x}:00.0\n    PARTITION_ID: 0\n\n" for i in range(7))
+    (tmp_path / "bin" / "amd-smi").write_text(f"#!/bin/sh\nprintf '%s' '{listing}'\n")
+    (tmp_path / "bin" / "amd-smi").chmod(0o755)
+    assert hc.main(["--report", "check_amd_ras", "check_amd_gpu_count=8"]) == 1
+    assert capsys.readouterr().out == ("ERROR:  nhc:  Health check failed:  AMD RAS UE umc 0000:65:00.0\n"
+                                       "ERROR:  nhc:  Health check failed:  GPU count 7, expected 8\n")
+    assert hc.main(["check_amd_ras", "check_amd_gpu_count=8"]) == 0  # draining: the first reason, once
+    assert capsys.readouterr().out == "AMD RAS UE umc 0000:65:00.0\n"
+    assert slurmconf.healthcheck_program({**settings(DRILLS)["health_check"], "checks": ["amd_ras", "amd_gpu_count"]},
+                                         "/e/hc.py", 8, "/e/slurm.conf").count("check_amd_ras check_amd_gpu_count=8")

@@ -83,14 +83,20 @@ def check_dcgm(_cfg, _arg):
     return None if re.search(r"Overall Health *\| Healthy", out) else "DCGM health"
 
 
-def check_gpu_count(_cfg, arg):
+def _gpu_count(arg, argv, counted):
+    """Fewer GPUs than ``arg`` in the output of the node's ``argv`` (``counted`` counts them): the reason, else None."""
     expected = int(arg or 0)
     try:
-        out = subprocess.run([os.path.join(ROOT, "bin", "nvidia-smi"), "-L"], capture_output=True, text=True).stdout
+        out = subprocess.run([os.path.join(ROOT, "bin", argv[0]), *argv[1:]], capture_output=True, text=True).stdout
     except OSError:
         out = ""
-    found = sum(1 for line in out.splitlines() if line.startswith("GPU "))
+    found = counted(out)
     return f"GPU count {found}, expected {expected}" if found < expected else None
+
+
+def check_gpu_count(_cfg, arg):
+    return _gpu_count(arg, ["nvidia-smi", "-L"], lambda out: sum(1 for line in out.splitlines()
+                                                                  if line.startswith("GPU ")))
 
 
 AMD_UE = re.compile(r"amdgpu (\S+): (?:\{\d+\})?\d+ uncorrectable hardware errors detected in (\w+) block")
@@ -106,13 +112,9 @@ def check_amd_ras(_cfg, _arg):
 
 
 def check_amd_gpu_count(_cfg, arg):
-    expected = int(arg or 0)
-    try:
-        out = subprocess.run([os.path.join(ROOT, "bin", "amd-smi"), "list"], capture_output=True, text=True).stdout
-    except OSError:
-        out = ""
-    found = len(re.findall(r"^\s*PARTITION_ID: 0\s*$", out, re.MULTILINE))
-    return f"GPU count {found}, expected {expected}" if found < expected else None
+    # physical GPUs: a GPU in CPX partitioning lists 8 partitions, the first with PARTITION_ID 0
+    return _gpu_count(arg, ["amd-smi", "list"], lambda out: len(re.findall(r"^\s*PARTITION_ID: 0\s*$", out,
+                                                                          re.MULTILINE)))
 
 
 # argument word -> (key in healthcheck-seen.json, the check)
