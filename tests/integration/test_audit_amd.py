@@ -36,6 +36,9 @@ def test_a_healthy_amd_cluster_has_no_fail(tmp_path, profile, model):
             f"raw/{node}/amd-smi-static.txt", f"raw/{node}/amd-node.txt", f"raw/{node}/scontrol-show-node.txt"]
         assert keyed[("audit.slurm.gres", node)]["summary"].endswith("matches the 8 GPUs amd-smi static sees")
         assert "check_amd_ras" in keyed[("audit.health.healthcheck_program", node)]["summary"]
+        idle = keyed[("audit.monitoring.idle_thermals", node)]
+        assert idle["status"] == "pass" and idle["evidence"]["tool"] == "rocm-smi"
+        assert len(idle["evidence"]["gpus"]) == 8
         # the NVIDIA checks say why they do not apply
         assert keyed[("audit.gpustack.driver", node)]["status"] == "skip"
     assert keyed[("audit.fleet.gpu_consistency", "_cluster")]["summary"].endswith("same model, driver and ROCm")

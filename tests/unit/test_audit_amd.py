@@ -255,3 +255,11 @@ def test_the_fleet_of_amd_nodes_is_held_together(tmp_path):
     healthy = fleet_of([node_state("amd-mi300x", n) for n in ("node1", "node2")], tmp_path / "ok")
     got = judge("audit.fleet.gpu_consistency", fleet=healthy, subject="_cluster")
     assert got["status"] == "pass" and got["summary"] == "2 nodes agree: 8 GPUs each, same model, driver and ROCm"
+
+
+def test_idle_thermals_of_amd_gpus_named_by_amd_smi(tmp_path):
+    # rocm-smi 7.x prints no product name: amd-smi's inventory gives the class (MI355X idles near 210 W)
+    probes = probes_of(node_state("amd-mi355x", "node1"), tmp_path)
+    got = judge("audit.monitoring.idle_thermals", probes, subject="node1")
+    assert got["status"] == "pass" and got["evidence"]["class"] == "mi355" and got["evidence"]["tool"] == "rocm-smi"
+    assert got["summary"].startswith("8 idle GPU(s) at most 40.0 °C and 214.0 W (mi355 ceilings 60 °C, 300 W)")

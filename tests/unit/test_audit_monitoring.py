@@ -59,9 +59,25 @@ class TestIdleThermals:
         assert result["status"] == "skip" and "busy" in result["summary"]
 
     def test_skip_without_nvidia_smi_and_error_on_garbage(self):
-        assert run("audit.monitoring.idle_thermals", gpus(False))["status"] == "skip"
+        no_rocm_smi = probe("rocm_smi", "", 127, missing=True)
+        result = run("audit.monitoring.idle_thermals", {**gpus(False), **no_rocm_smi})
+        assert result["status"] == "skip" and "no NVIDIA or AMD GPU tool" in result["summary"]
         garbage = probe("nvidia_smi_q_x", "\x00garbage", parser="nvidia-smi-q-x")
         assert run("audit.monitoring.idle_thermals", garbage)["status"] == "error"
+
+    def test_amd_gpus_are_read_from_rocm_smi(self):
+        # the corpus's idle 4 x MI300X (34-38 C, 131-137 W) against the MI300 class
+        idle = probe("rocm_smi", read_corpus("rocm-smi", "rocm-smi-concise-mi300x-x4.txt"))
+        result = run("audit.monitoring.idle_thermals", {**gpus(False), **idle})
+        assert result["status"] == "pass" and result["value"] == 137.0 and result["evidence"]["class"] == "mi300"
+        assert result["summary"] == "4 idle GPU(s) at most 38.0 °C and 137.0 W (mi300 ceilings 60 °C, 200 W)"
+        hot = read_corpus("rocm-smi", "rocm-smi-concise-mi300x-x4.txt").replace("38.0°C", "71.0°C")
+        result = run("audit.monitoring.idle_thermals", {**gpus(False), **probe("rocm_smi", hot)})
+        assert result["status"] == "warn" and "GPU 3 71.0 °C" in result["summary"]
+        # under load (the MI355X capture: GPU% 93-100) no GPU is idle
+        loaded = probe("rocm_smi", read_corpus(
+            "rocm-smi", "rocm-smi-concise-mi355x-x8-under-load-TRAILING-TABS-plus-amdsmi-version.txt"))
+        assert run("audit.monitoring.idle_thermals", {**gpus(False), **loaded})["status"] == "skip"
 
 
 def kernel_log(*sources: tuple[str, int, int, str], account: str = "uid=0 sudo=no") -> dict:

@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Any
 
 from clustereval import baselines, yamldata
-from clustereval.checks import Context, HarnessError, Skip, Verdict, check
+from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
 from clustereval.checks.audit_health import GPU_PROBE, has_gpus, programs
 from clustereval.parsers import ParseError, parse
 from clustereval.parsers.kernel_xid import xid_info
@@ -23,6 +23,7 @@ from clustereval.results import worst
 LISTENERS_PROBE = "monitoring_listeners"
 KERNEL_LOG_PROBE = "monitoring_kernel_log"
 CPUFREQ_PROBE = "monitoring_cpufreq"
+ROCM_SMI_PROBE = "rocm_smi"
 # Governors that keep clocks at the top (intel_pstate/amd-pstate "performance") or let hardware
 # (HWP/CPPC) pick them; "powersave" under a passive driver pins the lowest frequency.
 ACTIVE_PSTATE_DRIVERS = {"intel_pstate", "amd-pstate-epp", "amd_pstate_epp"}
@@ -44,14 +45,40 @@ def gpu_class(names: list[str]) -> str:
     return _data()["default_class"]
 
 
-@check("audit.monitoring.idle_thermals")
-def idle_thermals(ctx: Context) -> Verdict:
-    data = ctx.parsed(GPU_PROBE)
+def _idle_readings(ctx: Context) -> tuple[list[dict[str, Any]], str]:
+    """Every GPU's index, name, temperature, power, utilisation and processes, and the tool that read them:
+    nvidia-smi -q -x, or on a node without it rocm-smi's Concise Info (junction temperature, socket power)."""
+    try:
+        data = ctx.parsed(GPU_PROBE)
+    except Skip as nvidia:
+        try:
+            amd = ctx.parsed(ROCM_SMI_PROBE)
+        except Skip:
+            raise Skip(f"no NVIDIA or AMD GPU tool on this node ({nvidia})") from None
+        if not amd.get("complete", True):
+            raise HarnessError("rocm-smi's Concise Info ended early") from None
+        # ROCm 6.1+ prints no product name in the table: amd-smi's inventory names the GPUs then
+        names = {g.get("index"): g.get("name") for g in amd.get("gpus") or []}
+        if not any(names.values()):
+            from clustereval.checks.audit_amd import devices  # audit_amd builds on the audit modules
+
+            try:
+                names = {d["gpu"]: d["model"] for d in devices(ctx)[0]}
+            except (Skip, HarnessError, ProbeFailed):
+                pass
+        return [{"index": g.get("index"), "name": names.get(g.get("index")), "temperature_c": g.get("temp_junction_c"),
+                 "power_draw_w": g.get("power_w"), "utilization_gpu_pct": g.get("gpu_use_pct")}
+                for g in amd.get("gpus") or []], "rocm-smi"
     if not data.get("complete", True):
         raise HarnessError("nvidia-smi -q -x output ended early")
-    gpus = data.get("gpus") or []
+    return data.get("gpus") or [], "nvidia-smi"
+
+
+@check("audit.monitoring.idle_thermals")
+def idle_thermals(ctx: Context) -> Verdict:
+    gpus, tool = _idle_readings(ctx)
     if not gpus:
-        raise Skip("no NVIDIA GPU on this node")
+        raise Skip(f"{tool} lists no GPU on this node")
     cls = (ctx.options.get("hardware_classes") or {}).get("monitoring") or gpu_class([g.get("name") for g in gpus])
     overrides = ctx.options.get("baseline_overrides")
     power_lim = baselines.limit("monitoring", "audit.monitoring.idle_thermals.power", cls, overrides)
@@ -60,14 +87,14 @@ def idle_thermals(ctx: Context) -> Verdict:
     busy = [g.get("index") for g in gpus if g.get("processes") or (g.get("utilization_gpu_pct") or 0) > busy_pct]
     per_gpu = [{"index": g.get("index"), "temperature_c": g.get("temperature_c"), "power_w": g.get("power_draw_w")}
                for g in gpus]
-    evidence = {"class": cls, "gpus": per_gpu, "busy": busy}
+    evidence = {"class": cls, "gpus": per_gpu, "busy": busy, "tool": tool}
     if len(busy) == len(gpus):
         raise Skip(f"every GPU is busy (processes or >{busy_pct:.0f}% utilisation): not an idle reading")
     idle = [g for g in gpus if g.get("index") not in busy]
     temps = [g["temperature_c"] for g in idle if g.get("temperature_c") is not None]
     powers = [g["power_draw_w"] for g in idle if g.get("power_draw_w") is not None]
     if not temps and not powers:
-        raise HarnessError("nvidia-smi reported neither temperature nor power draw for any GPU")
+        raise HarnessError(f"{tool} reported neither temperature nor power draw for any GPU")
     findings, levels = [], set()
     for label, values, lim, unit in (("temperature", temps, temp_lim, "°C"), ("power", powers, power_lim, "W")):
         if not values:
