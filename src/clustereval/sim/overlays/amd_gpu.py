@@ -68,7 +68,7 @@ def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
             ("gfx_target_version", major * 10000 + minor * 100 + step), ("vendor_id", 4098),
             ("device_id", int(device["device_id"], 16)), ("location_id", location), ("domain", int(domain, 16)),
             ("drm_render_minor", 128 + device["index"]), ("local_mem_size", device["vram_total_mb"] * 1024 * 1024),
-            ("num_xcc", 8 // _per_gpu(device)), ("unique_id", int(device["uuid"].replace("-", "")[:16], 16)))
+            ("num_xcc", 8 // _partitions(device)), ("unique_id", int(device["uuid"].replace("-", "")[:16], 16)))
         tree.file(f"{node}/properties", "".join(f"{k} {v}\n" for k, v in properties), 0o444)
         links = [peer for peer in info["gpus"] if peer["physical_index"] != device["physical_index"]
                  and tuple(sorted((peer["physical_index"], device["physical_index"]))) not in down]
@@ -86,5 +86,5 @@ def _gfx_numbers(gfx: str) -> tuple[int, int, int]:
     return int(digits[:-2]), int(digits[-2], 16), int(digits[-1], 16)
 
 
-def _per_gpu(device: dict[str, Any]) -> int:
+def _partitions(device: dict[str, Any]) -> int:
     return amd.COMPUTE_PARTITIONS.get(device["compute_partition"], 1)

@@ -34,7 +34,6 @@ over 2).
 """
 
 import argparse
-import os
 import re
 import signal
 import sys
@@ -95,14 +94,11 @@ def device_not_found(value):
     return CliError("AmdSmiDeviceNotFoundException", f"Can not find a device: GPU '{value}' Error code: -3")
 
 
-def out(text):
-    sys.stdout.buffer.write(text.encode("utf-8"))
+out = simnode.write_utf8
 
 
 # --------------------------------------------------------------------------------------------- node state
-def load_amd():
-    node = simnode.read_json(os.path.join(simnode.sim_root(), "node.json"), {})
-    return node.get("amd")
+load_amd = simnode.amd_state
 
 
 def primary(gpu):

@@ -27,7 +27,6 @@ options, ``--csv``, set/reset options.
 """
 
 import json
-import os
 import sys
 
 import simnode
@@ -40,13 +39,10 @@ DEGREE = "\N{DEGREE SIGN}C"
 SIMULATED = {"--showdriverversion", "--showcomputepartition", "--showmemorypartition", "--json"}
 
 
-def out(text):
-    sys.stdout.buffer.write(text.encode("utf-8"))
+out = simnode.write_utf8
 
 
-def load_amd():
-    node = simnode.read_json(os.path.join(simnode.sim_root(), "node.json"), {})
-    return node.get("amd")
+load_amd = simnode.amd_state
 
 
 def version_tuple(text):
