@@ -434,3 +434,61 @@ class TestPerfAccess:
 
     def test_error_on_garbage(self):
         assert run("audit.gpustack.perf_access", probes(perf_event_paranoid="x"))["status"] == "error"
+
+
+# An MI300X platform: the same switch layout with an AMD Instinct GPU (class 1200, amdgpu), an EPYC host's own
+# AMD function beside it (not a GPU), no NVIDIA driver and no nvidia-smi.
+AMD_GPU = ("Processing accelerators", "1200", "Advanced Micro Devices, Inc. [AMD/ATI] Aqua Vanjaram [Instinct MI300X]",
+           "1002:74a1", "amdgpu")
+EPYC_PSP = endpoint("0000:c1:00.1", "Encryption controller", "1080",
+                    "Advanced Micro Devices, Inc. [AMD] Family 19h PSP/CCP", "1022:14ca", "ccp")
+
+
+def amd_probes(redirect: bool = False, with_nic: bool = True, **over) -> dict:
+    text = hgx_lspci(redirect=redirect, with_nic=with_nic).replace(
+        "3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330]",
+        f"{AMD_GPU[0]} [{AMD_GPU[1]}]: {AMD_GPU[2]} [{AMD_GPU[3]}]").replace(
+        "Kernel driver in use: nvidia", "Kernel driver in use: amdgpu") + EPYC_PSP
+    defaults = {"proc_version": "absent", "module_version": "absent", "module": ["amdgpu", "ib_core", "mlx5_ib"]}
+    return {**probes(text, smi_driver=None, ctk_version=None, **{**defaults, **over})}
+
+
+class TestAmdGpuPaths:
+    """ACS, IOMMU and passthrough concern any GPU doing peer DMA: an AMD Instinct GPU is judged like an NVIDIA
+    one, while the NVIDIA driver checks skip on it."""
+
+    def test_inventory_holds_the_amd_gpu_as_an_accelerator_only(self):
+        inv = pci_inventory(Context(subject="n1", probes=lspci_probe(amd_probes()["gpustack_lspci"]["stdout"])))
+        assert inv["gpus"] == [] and [g["address"] for g in inv["accelerators"]] == ["0000:19:00.0"]
+
+    def test_acs_pass_and_fail_on_the_amd_gpu_nic_path(self):
+        result = run("audit.gpustack.pcie_acs", amd_probes())
+        assert result["status"] == "pass" and list(result["evidence"]["pairs"]) == ["0000:19:00.0<->0000:1a:00.0"]
+        result = run("audit.gpustack.pcie_acs", amd_probes(redirect=True))
+        assert result["status"] == "fail" and "ReqRedir" in result["summary"]
+
+    def test_acs_skip_without_nic(self):
+        result = run("audit.gpustack.pcie_acs", amd_probes(with_nic=False))
+        assert result["status"] == "skip" and "no RDMA NIC" in result["summary"]
+
+    def test_iommu_mode_reads_the_amd_gpu_group(self):
+        assert run("audit.gpustack.iommu_mode", amd_probes())["status"] == "pass"
+        result = run("audit.gpustack.iommu_mode", amd_probes(iommu_group=["30 DMA 0000:19:00.0 0000:1a:00.0"]))
+        assert result["status"] == "fail" and "strict IOMMU" in result["summary"]
+
+    def test_without_lspci_the_amdgpu_module_marks_a_gpu_node(self):
+        missing = probe("gpustack_lspci", "", rc=127, missing=True)
+        result = run("audit.gpustack.iommu_mode", {**amd_probes(), **missing})
+        assert result["status"] == "pass" and result["value"] == "identity"
+        no_gpu = {**amd_probes(module=["ib_core"]), **missing}
+        result = run("audit.gpustack.iommu_mode", no_gpu)
+        assert result["status"] == "skip" and "no GPU" in result["summary"]
+
+    def test_nvidia_driver_checks_still_skip(self):
+        result = run("audit.gpustack.driver", amd_probes())
+        assert result["status"] == "skip" and "NVIDIA" in result["summary"]
+        assert run("audit.gpustack.gdrcopy", amd_probes())["status"] == "skip"
+
+    def test_host_amd_functions_are_not_gpus(self):
+        text = NO_GPU_LSPCI + EPYC_PSP
+        assert run("audit.gpustack.pcie_acs", probes(text))["status"] == "skip"

@@ -28,7 +28,11 @@ VBOOST = "gpustack_vboost"
 SMI_XML = "nvidia_smi_q_x"  # the core probe; its report names the driver nvidia-smi (NVML) loaded
 VERSIONS = "versions_inventory"  # runs nvidia-ctk --version for the security table; read here too
 
-NVIDIA, MELLANOX = "10de", "15b3"
+NVIDIA, AMD, MELLANOX = "10de", "1002", "15b3"
+# PCI classes a GPU shows as: NVIDIA's data-centre GPUs are 3D controllers, AMD Instinct parts Processing
+# accelerators (class 1200; older Instinct and Radeon parts Display/VGA). An EPYC host's own AMD functions
+# (host bridges, PSP, IOMMU) have other classes.
+GPU_CLASSES = ("3D controller", "VGA compatible controller", "Display controller", "Processing accelerators")
 _VERSION = re.compile(r"\b(\d{3}\.\d{2,3}(?:\.\d{2})?)\b")
 _ARCHITECTURE = re.compile(r"<product_architecture>\s*([^<]*?)\s*</product_architecture>")
 # GPU architectures NVIDIA supports only with the open GPU kernel modules (R560+ installs them by default).
@@ -71,15 +75,18 @@ def pci_inventory(ctx: Context) -> dict[str, Any]:
     def vendor(dev: dict[str, Any], vid: str, word: str) -> bool:
         return dev.get("vendor_id") == vid or (dev.get("vendor_id") is None and word in dev["description"])
 
-    gpus = [d for d in devices if vendor(d, NVIDIA, "NVIDIA")
-            and d["class"] in ("3D controller", "VGA compatible controller", "Display controller")]
+    gpus = [d for d in devices if vendor(d, NVIDIA, "NVIDIA") and d["class"] in GPU_CLASSES[:3]]
+    amd_gpus = [d for d in devices if vendor(d, AMD, "[AMD/ATI]") and d["class"] in GPU_CLASSES]
     bluefield = [d for d in devices if "BlueField" in d["description"]]
     nics = [d for d in devices if d["class"] in ("Infiniband controller", "Ethernet controller", "Network controller")
             and vendor(d, MELLANOX, "Mellanox") and "Virtual Function" not in d["description"]]
     bridges = {d["address"]: d for d in devices if d["class"] == "PCI bridge"}
     denied = access_denied(text)
-    return {"gpus": gpus, "nics": nics, "bluefield": bluefield, "bridges": bridges, "ranges": ranges,
-            "devices": devices, "access_denied": denied, "complete": data.get("complete", True)}
+    # gpus: NVIDIA's (what the NVIDIA driver checks read); accelerators: every vendor's, for the PCIe-path
+    # checks (ACS, IOMMU, passthrough) that hold for any GPU doing peer DMA with a NIC.
+    return {"gpus": gpus, "accelerators": gpus + amd_gpus, "nics": nics, "bluefield": bluefield,
+            "bridges": bridges, "ranges": ranges, "devices": devices, "access_denied": denied,
+            "complete": data.get("complete", True)}
 
 
 def ancestors(address: str, ranges: dict[str, tuple[int, int]]) -> list[str]:
@@ -140,6 +147,21 @@ def require_gpu(ctx: Context) -> dict[str, Any] | None:
     present, inv = gpu_present(ctx)
     if not present:
         raise Skip(f"no NVIDIA GPU on this node ({ctx.subject})")
+    return inv
+
+
+def require_any_gpu(ctx: Context) -> dict[str, Any] | None:
+    """The PCI inventory (None without lspci) of a node with an NVIDIA or AMD GPU; Skip on a node with neither.
+    Without lspci an AMD GPU is known by the loaded amdgpu module."""
+    try:
+        inv = pci_inventory(ctx)
+    except Skip:
+        present, inv = gpu_present(ctx)
+        if present or "amdgpu" in (node_facts(ctx, NODE).get("module") or []):
+            return None
+        raise Skip(f"no GPU on this node ({ctx.subject})") from None
+    if not inv["accelerators"]:
+        raise Skip(f"no NVIDIA or AMD GPU on this node ({ctx.subject})")
     return inv
 
 
@@ -284,7 +306,7 @@ def acs_paths(inv: dict[str, Any]) -> tuple[dict[str, list[str]], list[str]]:
     ranges = inv["ranges"]
     paths: dict[str, list[str]] = {}
     pairs: list[str] = []
-    for gpu in inv["gpus"]:
+    for gpu in inv["accelerators"]:
         up_gpu = ancestors(gpu["address"], ranges)
         for nic in inv["nics"]:
             up_nic = ancestors(nic["address"], ranges)
@@ -300,7 +322,7 @@ def acs_paths(inv: dict[str, Any]) -> tuple[dict[str, list[str]], list[str]]:
 
 @check("audit.gpustack.pcie_acs")
 def pcie_acs(ctx: Context) -> Verdict:
-    inv = require_gpu(ctx)
+    inv = require_any_gpu(ctx)
     if inv is None:  # the lspci probe found no lspci (pciutils not installed): the node facts found the GPUs
         raise Skip("lspci is not installed on this node (command not found): ACS on the GPU-NIC path cannot be "
                    "read without it")
@@ -399,10 +421,10 @@ def iommu_groups(facts: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
 
 @check("audit.gpustack.iommu_mode")
 def iommu_mode(ctx: Context) -> Verdict:
-    inv = require_gpu(ctx)
+    inv = require_any_gpu(ctx)
     facts = node_facts(ctx, NODE)
     groups = iommu_groups(facts)
-    targets = {d["address"] for d in (inv["gpus"] + inv["nics"])} if inv else set()
+    targets = {d["address"] for d in (inv["accelerators"] + inv["nics"])} if inv else set()
     cmdline = first(facts, "cmdline")
     passthrough_arg = bool(re.search(r"\b(iommu=pt|iommu\.passthrough=1|(intel|amd)_iommu=pt)\b", cmdline))
     evidence: dict[str, Any] = {"cmdline_passthrough": passthrough_arg, "groups": len(groups),

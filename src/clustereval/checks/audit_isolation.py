@@ -23,6 +23,7 @@ from clustereval.checks.audit_gpustack import (
     node_facts,
     pci_inventory,
     privileged,
+    require_any_gpu,
     require_gpu,
 )
 from clustereval.parsers.probe_key_values import first
@@ -179,10 +180,10 @@ def qemu_virtio_serial(ctx: Context) -> Verdict:
 
 @check("audit.isolation.pcie_passthrough")
 def pcie_passthrough(ctx: Context) -> Verdict:
-    inv = require_gpu(ctx)
+    inv = require_any_gpu(ctx)
     facts = node_facts(ctx, "gpustack_node")
     guest, virt = _virt(facts)
-    gpus = {d["address"] for d in inv["gpus"]} if inv else set()
+    gpus = {d["address"] for d in inv["accelerators"]} if inv else set()
     evidence: dict[str, Any] = {"virt": virt}
     if guest is None:
         return Verdict("warn", "could not tell whether this node is a VM", evidence=evidence)
@@ -190,7 +191,7 @@ def pcie_passthrough(ctx: Context) -> Verdict:
         return Verdict("warn", f"{virt} guest with passed-through GPUs: IOMMU grouping and ACS on the host cannot be "
                        "verified from inside (ask the provider for the host's group layout)", evidence=evidence)
     vm_host = "vfio_pci" in (facts.get("module") or []) or any(d.get("driver") == "vfio-pci" for d in
-                                                                (inv["gpus"] if inv else []))
+                                                                (inv["accelerators"] if inv else []))
     if not vm_host:
         raise Skip("bare-metal node without vfio-pci: its GPUs are not passed through to VMs")
     groups = iommu_groups(facts)
