@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 import threading
 import time
 
@@ -23,7 +24,12 @@ from tests.unit.test_sim_telemetry import SAMPLER_FIELDS, SHIM, by_gpu, node_roo
 
 SPEC = importlib.util.spec_from_file_location("nvidia_smi_shim", SHIM)
 smi = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(smi)
+sys.path.insert(0, str(SHIM.parent))  # as the shim launcher does: the shims share simnode
+try:
+    SPEC.loader.exec_module(smi)
+finally:
+    sys.path.remove(str(SHIM.parent))
+node_load = sys.modules["simnode"]  # the load model both GPU loops share
 
 
 class BusyNode:
@@ -67,14 +73,14 @@ def loop_rows(root, samples: int, cores: float | None = None) -> list[dict]:
 
 
 def test_load_is_zero_below_the_idle_threshold_and_saturates_at_one_core():
-    assert smi.load_of(0.0) == 0.0 and smi.load_of(smi.LOAD_IDLE_CORES - 0.01) == 0.0
-    assert smi.load_of(0.5) == pytest.approx(0.5) and smi.load_of(7.5) == 1.0
+    assert node_load.load_of(0.0) == 0.0 and node_load.load_of(node_load.LOAD_IDLE_CORES - 0.01) == 0.0
+    assert node_load.load_of(0.5) == pytest.approx(0.5) and node_load.load_of(7.5) == 1.0
 
 
 def test_heat_follows_the_load_with_its_time_constant():
-    assert smi.heat_step(0.0, 0.0, 100) == 0.0, "an idle GPU never warms"
-    assert smi.heat_step(0.0, 1.0, smi.HEAT_TAU_S) == pytest.approx(1 - 2.718281828 ** -1)
-    assert smi.heat_step(0.5, 1.0, 0) == 0.5 and smi.heat_step(1.0, 0.0, 10 * smi.HEAT_TAU_S) < 0.001
+    assert node_load.heat_step(0.0, 0.0, 100) == 0.0, "an idle GPU never warms"
+    assert node_load.heat_step(0.0, 1.0, node_load.HEAT_TAU_S) == pytest.approx(1 - 2.718281828 ** -1)
+    assert node_load.heat_step(0.5, 1.0, 0) == 0.5 and node_load.heat_step(1.0, 0.0, 10 * node_load.HEAT_TAU_S) < 0.001
 
 
 def gpu0(profile: str = "reference", node: str = "node1") -> dict:
@@ -106,7 +112,7 @@ def test_a_light_load_stays_under_the_cap_at_max_clock_and_no_load_changes_nothi
 
 def test_the_node_cgroup_is_found_only_for_the_node_itself():
     # this test process is in no simulated node's cgroup
-    assert smi.node_cgroup("node-that-is-not-here") is None
+    assert node_load.node_cgroup("node-that-is-not-here") is None
 
 
 # ------------------------------------------------------------------------------------------ through the shim

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,11 @@ SHIMS = Path(profile.__file__).resolve().parent / "shims"
 def shim(name):
     spec = importlib.util.spec_from_file_location(f"sim_shim_{name}", SHIMS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(SHIMS))  # as the shim launcher does: the shims share simnode
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SHIMS))
     return module
 
 

@@ -21,12 +21,13 @@ binary noise, ``missing`` behaves like an absent binary (exit 127).
 """
 
 import json
-import math
 import os
 import random
 import signal
 import sys
 import time
+
+from simnode import CpuMeter, heat_step, load_of
 
 XML_TRUNCATE_FRACTION = 0.45
 
@@ -907,15 +908,10 @@ def render_query(node, gpus, fields_arg, format_arg):
 # cpu.stat-format file instead of the node's cgroup (unit tests: a file they write, so load is theirs to set).
 
 RAMP_S = 4.0
-# Load: CPU cores' worth of the node's processes (less this loop's own) under which the node is idle (its
-# daemons, an ssh session) and at which it counts as fully loaded (one busy core: the burn-in's CPU GEMM).
-LOAD_IDLE_CORES = 0.2
-LOAD_FULL_CORES = 1.0
+# The node's load (CpuMeter, load_of, heat_step: shared with the amd-smi loop) is simnode's.
 # A GEMM's power demand exceeds the cap well before the node's load is full: half a core's worth already
 # reads as capped, so a burn-in on a crowded test machine (its processes getting a share of the CPUs) does.
 LOAD_CAP = 0.5
-LOAD_WINDOW_S = 1.0
-HEAT_TAU_S = 20.0
 LOADED_TEMP_C = 58  # GPU 56-60 C, HBM 43-48 C at the 700 W cap (h200-ground-truth.md)
 LOADED_MEMORY_TEMP_C = 46
 LOADED_SM_COLD = 0.82  # of max SM clock when the cap first bites, and once warm (1485 of 1980 MHz)
@@ -992,71 +988,6 @@ def append_lines(path, lines):
             fh.write("".join(lines))
     except OSError:
         pass  # the driver's log line is not the tool's business: nvidia-smi itself never fails on it
-
-
-def node_cgroup(node_name):
-    """``(cpu.stat path)`` of the node's own cgroup v2 when this process is in it (the sim puts each node's
-    processes in ``.../clustereval-<cluster>/<node>``), else None."""
-    try:
-        with open("/proc/self/cgroup") as fh:
-            paths = [line.rstrip("\n")[3:] for line in fh if line.startswith("0::")]
-        with open("/proc/self/mountinfo") as fh:
-            mounts = [line.split() for line in fh if " - cgroup2 " in line]
-    except OSError:
-        return None
-    if not paths or not mounts or os.path.basename(paths[0]) != node_name:
-        return None
-    path = mounts[0][4] + paths[0] + "/cpu.stat"
-    return path if os.path.exists(path) else None
-
-
-class CpuMeter:
-    """Cores' worth of CPU the node's processes used over the last LOAD_WINDOW_S (real seconds; since the
-    loop started, before that), this process excluded: a window over several short samples, so that one
-    interval in which a busy process got no CPU (a crowded machine) does not read as idle."""
-
-    def __init__(self, node_name):
-        self.cgroup = os.environ.get("SIMNODE_CPU_STAT") or node_cgroup(node_name)
-        self.ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        self.readings = [self.read()]
-
-    def used_s(self):
-        """CPU seconds used so far: by the node's cgroup, else by the whole machine (/proc/stat)."""
-        try:
-            if self.cgroup:
-                with open(self.cgroup) as fh:
-                    usage = dict(line.split() for line in fh if line.strip())
-                return int(usage["usage_usec"]) / 1e6
-            with open("/proc/stat") as fh:
-                cpu = [int(v) for v in fh.readline().split()[1:]]
-            # user nice system idle iowait irq softirq steal: all but idle and iowait is busy time
-            return (sum(cpu[:8]) - cpu[3] - cpu[4]) / self.ticks
-        except (OSError, ValueError, KeyError, IndexError):
-            return None
-
-    def read(self):
-        own = os.times()
-        return time.monotonic(), self.used_s(), own.user + own.system
-
-    def cores(self):
-        now = self.read()
-        self.readings.append(now)
-        while len(self.readings) > 2 and self.readings[1][0] <= now[0] - LOAD_WINDOW_S:
-            self.readings.pop(0)
-        then = self.readings[0]
-        if then[1] is None or now[1] is None or now[0] <= then[0]:
-            return 0.0
-        return max(0.0, (now[1] - then[1]) - (now[2] - then[2])) / (now[0] - then[0])
-
-
-def load_of(cores):
-    """0 (idle) to 1 (fully loaded) from the cores' worth of CPU the node used."""
-    return 0.0 if cores < LOAD_IDLE_CORES else min(1.0, cores / LOAD_FULL_CORES)
-
-
-def heat_step(heat, load, dt):
-    """The GPU's warmth (0 idle to 1 steady under full load) after ``dt`` seconds at ``load``."""
-    return heat + (load - heat) * (1 - math.exp(-max(0.0, dt) / HEAT_TAU_S))
 
 
 def loaded(gpu, state, load, heat, r_power):
