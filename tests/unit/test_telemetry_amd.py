@@ -60,7 +60,7 @@ def test_the_role_runs_amd_smi_watch_mode_where_nvidia_smi_is_missing(healthy_ou
     lines = healthy_output.splitlines()
     assert lines[0] == "'CTRL' + 'C' to stop watching output:"
     assert lines[1] == (" TIMESTAMP  GPU  POWER  PWR_CAP   GPU_T   MEM_T   GFX_CLK   GFX%   MEM%  MEM_CLOCK  SINGLE_ECC"
-                        "  DOUBLE_ECC  PCIE_REPLAY")
+                        "  DOUBLE_ECC  PCIE_REPLAY     PVIOL     TVIOL  PHOT_TVIOL  VR_TVIOL  HBM_TVIOL")
     assert healthy_output.count(" TIMESTAMP  GPU") == 2
 
 
@@ -77,17 +77,42 @@ def test_healthy_mi300x_node_through_the_telemetry_checks(tmp_path, healthy_outp
     assert rows[0]["sampler"] == "amd-smi" and rows[0]["pci.bus_id"] is None
     judged = {check: session.judge(check) for check in CHECKS}
     for check in ("telemetry.gpu.temperature", "telemetry.gpu.clocks", "telemetry.gpu.power", "telemetry.gpu.ecc",
-                  "telemetry.sampler.samples"):
+                  "telemetry.gpu.throttle", "telemetry.sampler.samples"):
         assert set(statuses(judged[check]).values()) == {"pass"}, (check, statuses(judged[check]))
     temperature = judged["telemetry.gpu.temperature"]["n1/gpu3"]
     assert temperature["value"] == 38 and temperature["expected"]["source"].startswith("baselines/telemetry.yml")
     assert "instinct-cdna3" in str(temperature["expected"])
+    assert judged["telemetry.gpu.throttle"]["n1/gpu0"]["evidence"]["reasons_samples"] == {}
     # what amd-smi cannot tell is skipped with the reason, never passed
-    for check in ("telemetry.gpu.throttle", "telemetry.kernel.xid"):
-        results = judged[check]
-        assert len(results) == 8 and set(statuses(results).values()) == {"skip"}, check
-    assert "--violation" in judged["telemetry.gpu.throttle"]["n1/gpu0"]["summary"]
-    assert "NVIDIA driver" in judged["telemetry.kernel.xid"]["n1/gpu0"]["summary"]
+    results = judged["telemetry.kernel.xid"]
+    assert len(results) == 8 and set(statuses(results).values()) == {"skip"}
+    assert "NVIDIA driver" in results["n1/gpu0"]["summary"]
+
+
+def test_throttle_skips_where_amd_smi_has_no_violation_columns(tmp_path):
+    # an amd-smi older than ROCm 6.3: the role's stream runs without -V
+    root = amd_root(tmp_path)
+    done = subprocess.run([PYTHON, str(SHIMS / "amd_smi.py"), "monitor", "-p", "-t", "-u", "-m", "-e", "-w", "1",
+                           "-i", "2"], env={"PATH": "/usr/bin:/bin", "SIMNODE_ROOT": str(root)},
+                          capture_output=True, text=True, encoding="utf-8", timeout=30)
+    session = amd_session(tmp_path)
+    session.poll(gpu_out=done.stdout.encode())
+    session.end()
+    results = session.judge("telemetry.gpu.throttle")
+    assert len(results) == 8 and set(statuses(results).values()) == {"skip"}
+    assert "--violation" in results["n1/gpu0"]["summary"]
+
+
+def test_a_gpu_held_by_prochot_fails_throttle(tmp_path):
+    root = amd_root(tmp_path, faults={"gpu_throttle": {"gpu": 4, "after_s": 0, "reason": "hw_slowdown",
+                                                       "sm_clock_mhz": 800}})
+    session = amd_session(tmp_path)
+    session.poll(gpu_out=role_command_output(root, iterations=3).encode())
+    session.end()
+    results = session.judge("telemetry.gpu.throttle")
+    got = statuses(results)
+    assert got["n1/gpu4"] == "fail" and "hw_slowdown" in results["n1/gpu4"]["summary"]
+    assert {got[f"n1/gpu{i}"] for i in (0, 1, 2, 3, 5, 6, 7)} == {"pass"}
 
 
 def test_a_hot_mi300x_gpu_fails(tmp_path):
@@ -129,7 +154,10 @@ def test_nvidia_nodes_still_run_nvidia_smi(tmp_path):
     assert out.stdout == "nvidia-smi --query-gpu=index --format=csv -lms 500\n"
     os.remove(bindir / "nvidia-smi")
     out = subprocess.run(["sh", "-c", cmd], env=env, capture_output=True, text=True, timeout=10)
-    assert out.stdout == "amd-smi monitor -p -t -u -m -e -w 1\n"
+    assert out.stdout == "amd-smi monitor -p -t -u -m -e -w 1\n", "an amd-smi without --violation: no -V"
+    (bindir / "amd-smi").write_text('#!/bin/sh\n[ "$2" = --help ] && echo "  -V, --violation" || echo amd-smi "$@"\n')
+    out = subprocess.run(["sh", "-c", cmd], env=env, capture_output=True, text=True, timeout=10)
+    assert out.stdout == "amd-smi monitor -p -t -u -m -e -V -w 1\n"
 
 
 def test_the_streams_name_the_parser_for_both_vendors():

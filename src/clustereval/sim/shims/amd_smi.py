@@ -238,7 +238,7 @@ def sub_parser(command):
                      ("-b", "--numa-bw"), ("-c", "--coherent"), ("-n", "--atomics"), ("-d", "--dma"),
                      ("-z", "--bi-dir")],
         "monitor": [("-p", "--power-usage"), ("-t", "--temperature"), ("-u", "--gfx"), ("-m", "--mem"),
-                    ("-e", "--ecc"), ("-v", "--vram-usage")],
+                    ("-e", "--ecc"), ("-v", "--vram-usage"), ("-V", "--violation")],
         "default": [],
     }[command]
     for short, long in flags:
@@ -257,7 +257,7 @@ UNSIMULATED_OPTIONS = {
     "metric": {"-m", "--mem-usage", "-u", "--usage", "-c", "--clock", "-P", "--pcie", "-V", "--voltage", "-f",
                "--fan", "-C", "--voltage-curve", "-o", "--overdrive", "-l", "--perf-level", "-x", "--xgmi-err",
                "-E", "--energy", "-v", "--violation", "-T", "--throttle"},
-    "monitor": {"-n", "--encoder", "-d", "--decoder", "-r", "--pcie", "-q", "--process", "-V", "--violation"},
+    "monitor": {"-n", "--encoder", "-d", "--decoder", "-r", "--pcie", "-q", "--process"},
 }
 
 
@@ -476,6 +476,101 @@ def cmd_topology(amd, args):
     return 0
 
 
+# --------------------------------------------------------------------------------------------- watch loop
+# amd-smi monitor --violation: (column, width) as amdsmi_commands.py monitor() prints them; each is the share of
+# time (%) a firmware limit held the clocks (amdsmi_get_violation_status per_ppt_pwr, per_socket_thrm,
+# per_prochot_thrm, per_vr_thrm, per_hbm_thrm).
+VIOLATION_COLUMNS = (("PVIOL", 10), ("TVIOL", 10), ("PHOT_TVIOL", 12), ("VR_TVIOL", 10), ("HBM_TVIOL", 11))
+# The profile's gpu_throttle reasons (named as NVML's) -> the AMD limit of the same meaning: PROCHOT is the
+# board's hardware slowdown signal, VR the voltage regulators' thermal limit, the socket limit the firmware's
+# own thermal throttling.
+THROTTLE_COLUMNS = {"hw_slowdown": "phot_tviol", "hw_power_brake": "phot_tviol",
+                    "hw_power_brake_slowdown": "phot_tviol", "hw_thermal_slowdown": "vr_tviol",
+                    "sw_thermal_slowdown": "tviol"}
+HOTSPOT_SLOWDOWN_C, HBM_SLOWDOWN_C = 100, 105  # what static --limit prints (SLOWDOWN_HOTSPOT/VRAM_TEMPERATURE)
+RAMP_S = 4.0  # a gpu_hot GPU reaches its temperatures over this long, as on the nvidia-smi loop
+# Under a sustained GEMM at the power cap (ours, not yet checked against a real MI300X capture): GFX clock at
+# 72 % of max when the cap first bites and 66 % once warm (2100 -> 1512 -> 1386 MHz), hotspot 82 C, HBM 68 C,
+# PVIOL (package power tracking) at 100 %. Below LOAD_CAP of a full load the GPU stays under its cap.
+LOAD_CAP = 0.5
+LOADED_HOTSPOT_C, LOADED_HBM_C = 82, 68
+LOADED_GFX_COLD, LOADED_GFX_WARM = 0.72, 0.66
+CAP_MARGIN_W = 3.0
+
+
+class WatchSampler:
+    """The node's devices as one ``monitor -w`` process samples them: the node's load (simnode.CpuMeter: the
+    first sample reads idle, having no interval behind it) drives power, clocks, activity, temperatures and
+    PVIOL; the profile's run faults (node.json ``telemetry.faults``, times from this process's start) act on
+    every partition of their physical GPU: ``gpu_hot`` (temperatures; past the slowdown limits TVIOL / HBM_TVIOL
+    and a lower clock), ``gpu_throttle`` (its limit's column at 100 % and the clock held), ``ecc_growth`` (the
+    counts partition 0 reports). ``xid_during_run`` is an NVIDIA driver event: an AMD loop ignores it."""
+
+    def __init__(self, amd):
+        node = simnode.read_json(simnode.sim_root() + "/node.json", {})
+        self.amd, self.start, self.samples, self.heat, self.last = amd, time.time(), 0, {}, 0.0
+        self.faults = [f for f in ((node.get("telemetry") or {}).get("faults") or []) if f.get("kind") != "xid"]
+        self.meter = simnode.CpuMeter(node.get("node"))
+
+    def sample(self):
+        elapsed = time.time() - self.start
+        load = simnode.load_of(self.meter.cores()) if self.samples else 0.0
+        dt, self.last = elapsed - self.last, elapsed
+        phys = {g["physical_index"] for g in self.amd["gpus"]}
+        for p in phys:
+            self.heat[p] = simnode.heat_step(self.heat.get(p, 0.0), load, dt)
+        self.samples += 1
+        return [self.state(g, elapsed, load) for g in self.amd["gpus"]]
+
+    def state(self, gpu, elapsed, load):
+        g, p = dict(gpu), gpu["physical_index"]
+        heat, top = self.heat.get(p, 0.0), gpu["max_gfx_clock_mhz"]
+        shares = {"pviol": 0, "tviol": 0, "phot_tviol": 0, "vr_tviol": 0, "hbm_tviol": 0}
+        temp = gpu["temperature_hotspot_c"] + (LOADED_HOTSPOT_C - gpu["temperature_hotspot_c"]) * heat
+        mem_temp = gpu["temperature_mem_c"] + (LOADED_HBM_C - gpu["temperature_mem_c"]) * heat
+        clock, power = gpu["gfx_clock_mhz"], gpu["power_w"]
+        if load > 0:
+            share = 1.0 / partitions_per_gpu(gpu)  # each partition reports its share of the socket
+            demand = load / LOAD_CAP
+            if demand >= 1:
+                power = (gpu["power_cap_w"] - CAP_MARGIN_W) * share
+                clock = int(top * (LOADED_GFX_COLD - (LOADED_GFX_COLD - LOADED_GFX_WARM) * heat))
+                shares["pviol"] = 100
+            else:
+                power = gpu["power_w"] + (gpu["power_cap_w"] * share - gpu["power_w"]) * demand
+                clock = top
+            g["utilization_pct"] = round(100 * min(1.0, demand))
+        held = None
+        for fault in self.faults:
+            if fault.get("gpu") != p or elapsed < float(fault.get("after_s", 0)):
+                continue
+            if fault["kind"] == "gpu_hot":
+                progress = min(1.0, (elapsed - fault["after_s"]) / RAMP_S)
+                temp = max(temp, temp + (fault["temperature_c"] - temp) * progress)
+                mem_temp = max(mem_temp, mem_temp + (fault["memory_temperature_c"] - mem_temp) * progress)
+            elif fault["kind"] == "gpu_throttle":
+                shares[THROTTLE_COLUMNS.get(fault.get("reason"), "phot_tviol")] = 100
+                wanted = min(int(fault.get("sm_clock_mhz") or top // 2), top)
+                held = wanted if held is None else min(held, wanted)
+            elif fault["kind"] == "ecc_growth" and primary(gpu):
+                ras = {block: dict(counts) for block, counts in gpu["ras"].items()}
+                umc = ras.setdefault("umc", {"ce": 0, "ue": 0})
+                umc["ce"] = int(umc["ce"]) + int(fault["corrected_per_min"] * (elapsed - fault["after_s"]) / 60)
+                umc["ue"] = int(umc["ue"]) + int(fault.get("uncorrected", 0))
+                g["ras"] = ras
+        if temp >= HOTSPOT_SLOWDOWN_C:
+            shares["tviol"] = 100
+            clock = min(clock, top // 2)
+        if mem_temp >= HBM_SLOWDOWN_C:
+            shares["hbm_tviol"] = 100
+            clock = min(clock, top // 2)
+        if held is not None:
+            clock = held
+        g.update(temperature_hotspot_c=round(temp), temperature_mem_c=round(mem_temp), gfx_clock_mhz=clock,
+                 power_w=power, violation=shares)
+        return g
+
+
 # --------------------------------------------------------------------------------------------- monitor
 def monitor_row(amd, g, args, stamp):
     """One device's row and the header (monitor(): the header grows as each column is added)."""
@@ -514,6 +609,10 @@ def monitor_row(amd, g, args, stamp):
         cols.append(("VRAM%", 9, f"{round(used / total, 2)} %"))
     if args.vram_usage and args.default_output:
         cols.append(("VRAM_USAGE", 16, f"{used / 1024:5.1f}/{total / 1024:5.1f} GB".rjust(16)))
+    if args.violation:  # after every other column (and PCIE_BW), widths kPVIOL_MAX_WIDTH ... kHBM_MAX_WIDTH
+        shares = g.get("violation") or {}
+        for name, width in VIOLATION_COLUMNS:
+            cols.append((name, width, f"{shares.get(name.lower(), 0)} %"))
     for name, width, value in cols:
         header += name.rjust(width)
         row += value.rjust(width)
@@ -523,12 +622,17 @@ def monitor_row(amd, g, args, stamp):
 def cmd_monitor(amd, args):
     gpus, _ = select_gpus(amd, args.gpu)
     args.default_output = not any([args.power_usage, args.temperature, args.gfx, args.mem, args.ecc,
-                                   args.vram_usage])
+                                   args.vram_usage, args.violation])
     if args.default_output:
         args.power_usage = args.temperature = args.gfx = args.mem = args.vram_usage = True
+    sampler = WatchSampler(amd) if args.watch else None
 
     def once(stamp):
-        rows = [monitor_row(amd, g, args, stamp) for g in gpus]
+        now = amd
+        if sampler is not None:
+            now = {**amd, "gpus": sampler.sample()}
+        chosen = {g["index"] for g in gpus}
+        rows = [monitor_row(now, g, args, stamp) for g in now["gpus"] if g["index"] in chosen]
         text = rows[0][0] + "\n" + "\n".join(r for _, r in rows) + "\n"
         out(text + ("\n\n" if stamp is not None else ""))
 
