@@ -218,3 +218,17 @@ def test_torchdist_correctness_every_status():
     assert judge("network.torchdist.correctness", torch_probes(caught))[0]["status"] == "warn"
     assert judge("network.torchdist.correctness", torch_probes("", missing=True))[0]["status"] == "skip"
     assert judge("network.torchdist.correctness", torch_probes("nonsense\n"))[0]["status"] == "error"
+
+
+def test_on_amd_nodes_the_gpu_link_and_the_plugins_are_rccls():
+    amd = {"m1": {**MI, "gpu_vendor": "amd"}}
+    dip = {1 << 30, 2 << 30}
+    jagged = judge("network.nccl.curve_shape", single(mi300x(0.8, dip)), amd)[0]
+    assert jagged["status"] == "warn" and "aws-ofi-rccl" in jagged["summary"] and "nccl-rdma" not in jagged["summary"]
+    off = {"m1": {"nccl@all_reduce.n1-nonvlink": record(
+        "nccl@all_reduce.n1-nonvlink", read_corpus("rccl-tests", MI300X),
+        {"nodes": ["m1"], "world_size": 8, "launcher": "mpirun", "nvlink": False})}}
+    summaries = [r["summary"] for r in judge("network.nccl.completion", off, amd)]
+    assert summaries and all("(XGMI off)" in s and "NVLink" not in s for s in summaries)
+    nvidia = [r["summary"] for r in judge("network.nccl.completion", off, {"m1": {**MI, "gpu_vendor": "nvidia"}})]
+    assert all("(NVLink off)" in s for s in nvidia)

@@ -39,7 +39,19 @@ CURVE_FROM = 1 << 20
 HINTS = {"roce": "on RoCE set NCCL_IB_GID_INDEX to the RoCE v2 GID (show_gids)",
          "efa": "on EFA check the aws-ofi-nccl plugin is found (NCCL_DEBUG=INFO prints NET/OFI)"}
 GENERIC_HINTS = ("name the rails in NCCL_IB_HCA", "pin the bootstrap with NCCL_SOCKET_IFNAME to a routed interface",
-                 "check the network plugin (aws-ofi-nccl, nccl-rdma-sharp-plugins) is loaded")
+                 "check the network plugin ({plugins}) is loaded")
+# The network plugins each library loads (NCCL_NET_PLUGIN), and what carries its intra-node traffic (what the
+# NCCL_P2P_DISABLE run turns off): RCCL reads the same NCCL_* variables; AMD's ANP serves its Pollara NICs.
+NET_PLUGINS = {"nvidia": "aws-ofi-nccl, nccl-rdma-sharp-plugins", "amd": "aws-ofi-rccl, AMD ANP librccl-anp"}
+GPU_LINK = {"nvidia": "NVLink", "amd": "XGMI"}
+
+
+def plugins(vendor: str | None) -> str:
+    return NET_PLUGINS.get(vendor or "nvidia", NET_PLUGINS["nvidia"])
+
+
+def generic_hints(vendor: str | None) -> list[str]:
+    return [hint.format(plugins=plugins(vendor)) for hint in GENERIC_HINTS]
 
 
 def flag(value: Any, default: bool | None = None) -> bool | None:
@@ -64,6 +76,7 @@ class Run:
     status: str | None = None  # set when there is no measurement: skip, fail or error
     why: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
+    vendor: str | None = None  # the nodes' GPU vendor fact (nvidia, amd): names the GPU link and the plugins
 
     @property
     def subject(self) -> str:
@@ -77,8 +90,9 @@ class Run:
     @property
     def label(self) -> str:
         where = self.subject if self.subject != CLUSTER_SUBJECT else "the cluster"
+        link = GPU_LINK.get(self.vendor or "nvidia", "NVLink")
         return f"{self.params['collective']} on {where}" + ("" if self.params.get("nvlink") is not False
-                                                            else " (NVLink off)")
+                                                            else f" ({link} off)")
 
     @property
     def artifacts(self) -> list[str]:
@@ -138,6 +152,7 @@ def runs(ctx: Context, template: str = PROBE) -> list[Run]:
                       "world_size": int(world) if world else None, "nodes": len(run.nodes) or None,
                       "launcher": given.get("launcher"), "nvlink": flag(given.get("nvlink"), True),
                       "nvls": flag(given.get("nvls"))}
+        run.vendor = facts_mod.for_subject(ctx.host_facts, run.subject).get("gpu_vendor") if run.nodes else None
         if str(given.get("round") or "").isdigit():
             # an isolation pair repeats a node set the sweep also ran: its round keeps the results apart
             run.params["round"] = int(given["round"])

@@ -9,13 +9,14 @@ from __future__ import annotations
 from clustereval.checks import Context, Skip, Verdict, check
 from clustereval.checks.collectives import (
     CURVE_FROM,
-    GENERIC_HINTS,
     HINTS,
     Run,
     best_rows,
+    generic_hints,
     graded,
     human,
     limit_for,
+    plugins,
     runs,
     subject_facts,
 )
@@ -105,8 +106,8 @@ def curve_shape(ctx: Context) -> list[Verdict]:
             summary = f"{run.label}: busbw grows with size (largest fall {dip[0]:.1f}% under the best smaller size)"
         else:
             summary = (f"{run.label}: jagged curve: busbw falls from {dip[2]:.4g} GB/s at {human(dip[1])} to "
-                       f"{dip[4]:.4g} GB/s at {human(dip[3])} ({dip[0]:.0f}%); a missing or misconfigured NCCL "
-                       "network plugin (e.g. aws-ofi-nccl, nccl-rdma-sharp-plugins) or NCCL falling back to "
+                       f"{dip[4]:.4g} GB/s at {human(dip[3])} ({dip[0]:.0f}%); a missing or misconfigured "
+                       f"network plugin (e.g. {plugins(run.vendor)}) or the library falling back to "
                        "sockets looks like this")
         verdicts.append(Verdict(status, summary, round(dip[0], 2), "%", limit.expected(), **_base(run, **evidence)))
     return verdicts
@@ -114,7 +115,7 @@ def curve_shape(ctx: Context) -> list[Verdict]:
 
 def _hints(ctx: Context, run: Run) -> list[str]:
     fabric = subject_facts(ctx, run).get("fabric_class")
-    return ([HINTS[fabric]] if fabric in HINTS else []) + list(GENERIC_HINTS)
+    return ([HINTS[fabric]] if fabric in HINTS else []) + generic_hints(run.vendor)
 
 
 @check("network.nccl.completion")
