@@ -88,7 +88,7 @@ def test_counter_parser():
 
 
 STREAMS = [Stream("gemm", "gemm", "burnin-gemm"), Stream("gpu", "nvidia-smi", "nvidia-smi-query-loop", header_lines=1),
-           Stream("kernel", "dmesg", "kernel-xid"), Stream("counters", "counters", "burnin-counters"),
+           Stream("kernel", "dmesg", "kernel-gpu-events"), Stream("counters", "counters", "burnin-counters"),
            Stream("collective", "mpirun", "collective-loop")]
 
 

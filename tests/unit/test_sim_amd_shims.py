@@ -47,7 +47,10 @@ def state(root: Path) -> dict:
 
 def shim(root: Path, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
     script = SHIMS / ("amd_smi.py" if tool == "amd-smi" else "rocm_smi.py")
-    env = {"PATH": os.environ.get("PATH", "/usr/bin"), "SIMNODE_ROOT": str(root)}
+    idle = root / "cpu.stat"  # an idle node's CPU time (a watch loop reads its load from it, not the machine's)
+    if not idle.exists():
+        idle.write_text("usage_usec 1000\nuser_usec 1000\nsystem_usec 0\n")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin"), "SIMNODE_ROOT": str(root), "SIMNODE_CPU_STAT": str(idle)}
     return subprocess.run([PYTHON, str(script), *args], env=env, capture_output=True, timeout=30, text=True,
                           encoding="utf-8")
 

@@ -33,8 +33,10 @@ def amd_smi(root: Path, *args: str, cpu_stat: Path | None = None) -> str:
 def watch(root: Path, samples: int, busy: bool = False) -> list[dict]:
     """The loop's rows (parsed as the roles parse them) over ``samples`` one-second intervals."""
     load = BusyNode(root) if busy else None
+    if not busy:  # an idle node: its cpu.stat does not grow (without one the shim would read the whole machine's)
+        (root / "cpu.stat").write_text("usage_usec 1000\nuser_usec 1000\nsystem_usec 0\n")
     try:
-        text = amd_smi(root, *MONITOR, "-w", "1", "-i", str(samples), cpu_stat=root / "cpu.stat" if busy else None)
+        text = amd_smi(root, *MONITOR, "-w", "1", "-i", str(samples), cpu_stat=root / "cpu.stat")
     finally:
         if load:
             load.stop()

@@ -72,7 +72,7 @@ class Session:
         streams = [Stream(name="gpu", cmd="nvidia-smi --query-gpu=... --format=csv -lms 1000",
                           parser="nvidia-smi-query-loop", header_lines=1),
                    Stream(name="kernel", cmd="tail -F -n 0 -q /var/log/kern.log & dmesg --follow-new",
-                          parser="kernel-xid")]
+                          parser="kernel-gpu-events")]
         self.recorder = Recorder(str(run_dir), "n1", "telemetry", streams)
         self.view = SessionView(self.recorder, "telemetry", started=now_iso())
         self.offsets: dict[str, int] = {}

@@ -26,7 +26,7 @@ def amd_session(tmp_path: Path, duration_s: int = 2) -> Session:
     session.variant["interval_ms"] = 1000
     streams = [Stream(name="gpu", cmd="amd-smi monitor -p -t -u -m -e -w 1", parser="gpu-telemetry-loop",
                       header_lines=1),
-               Stream(name="kernel", cmd="tail -F -n 0 -q /var/log/kern.log", parser="kernel-xid")]
+               Stream(name="kernel", cmd="tail -F -n 0 -q /var/log/kern.log", parser="kernel-gpu-events")]
     session.recorder = Recorder(str(tmp_path / "run"), "n1", "telemetry", streams)
     session.view = SessionView(session.recorder, "telemetry", started=now_iso())
     return session
@@ -42,8 +42,10 @@ def role_command_output(root: Path, interval_ms: int = 1000, iterations: int = 2
     launcher.write_text(f"#!/bin/sh\nexec {shlex.quote(PYTHON)} {shlex.quote(str(SHIMS / 'amd_smi.py'))} \"$@\" "
                         f"-i {iterations}\n")
     launcher.chmod(0o755)
+    idle = root / "cpu.stat"  # the node's CPU time, not growing: an idle node (the shim reads its load from it)
+    idle.write_text("usage_usec 1000\nuser_usec 1000\nsystem_usec 0\n")
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "SIMNODE_ROOT": str(root), "CLUSTEREVAL_INTERVAL_MS": str(interval_ms),
-           "CLUSTEREVAL_FIELDS": "timestamp,index"}
+           "CLUSTEREVAL_FIELDS": "timestamp,index", "SIMNODE_CPU_STAT": str(idle)}
     out = subprocess.run(["sh", "-c", cmd], env=env, capture_output=True, text=True, encoding="utf-8", timeout=30)
     assert out.returncode == 0 and out.stderr == "", out.stderr
     return out.stdout
@@ -83,17 +85,18 @@ def test_healthy_mi300x_node_through_the_telemetry_checks(tmp_path, healthy_outp
     assert temperature["value"] == 38 and temperature["expected"]["source"].startswith("baselines/telemetry.yml")
     assert "instinct-cdna3" in str(temperature["expected"])
     assert judged["telemetry.gpu.throttle"]["n1/gpu0"]["evidence"]["reasons_samples"] == {}
-    # what amd-smi cannot tell is skipped with the reason, never passed
     results = judged["telemetry.kernel.xid"]
-    assert len(results) == 8 and set(statuses(results).values()) == {"skip"}
-    assert "NVIDIA driver" in results["n1/gpu0"]["summary"]
+    assert len(results) == 8 and set(statuses(results).values()) == {"pass"}
+    assert "no amdgpu RAS error" in results["n1/gpu0"]["summary"]
 
 
 def test_throttle_skips_where_amd_smi_has_no_violation_columns(tmp_path):
     # an amd-smi older than ROCm 6.3: the role's stream runs without -V
     root = amd_root(tmp_path)
+    (root / "cpu.stat").write_text("usage_usec 1000\nuser_usec 1000\nsystem_usec 0\n")
     done = subprocess.run([PYTHON, str(SHIMS / "amd_smi.py"), "monitor", "-p", "-t", "-u", "-m", "-e", "-w", "1",
-                           "-i", "2"], env={"PATH": "/usr/bin:/bin", "SIMNODE_ROOT": str(root)},
+                           "-i", "2"], env={"PATH": "/usr/bin:/bin", "SIMNODE_ROOT": str(root),
+                                            "SIMNODE_CPU_STAT": str(root / "cpu.stat")},
                           capture_output=True, text=True, encoding="utf-8", timeout=30)
     session = amd_session(tmp_path)
     session.poll(gpu_out=done.stdout.encode())
@@ -164,3 +167,28 @@ def test_the_streams_name_the_parser_for_both_vendors():
     for path in ("roles/telemetry/tasks/main.yml", "roles/burnin/tasks/burnin.yml"):
         text = (REPO / path).read_text()
         assert "parser: gpu-telemetry-loop" in text and "nvidia-smi-query-loop" not in text, path
+
+
+RAS_UE = ("2026-12-04T05:00:01.000000+00:00 node2 kernel: [ 4711.000001] amdgpu 0000:65:00.0: amdgpu: 2 uncorrectable "
+          "hardware errors detected in umc block\n")
+RAS_CE = ("2026-12-04T05:00:02.000000+00:00 node2 kernel: [ 4712.000001] amdgpu 0000:75:00.0: amdgpu: 3 correctable "
+          "hardware errors detected in umc block\n")
+
+
+def test_amdgpu_ras_lines_while_watched_are_judged_live_under_their_device(tmp_path, healthy_output):
+    session = amd_session(tmp_path)
+    data = healthy_output.encode()
+    first = data.index(b"\n\n\n") + 3
+    session.poll(gpu_out=data[:first])
+    _, recorded = session.poll(gpu_out=data[first:], kernel_out=RAS_UE + RAS_CE + RAS_UE)
+    live = {r["subject"]: r for r in recorded}
+    assert live["n1/pci:0000:65:00.0"]["status"] == "fail", "judged at the poll that brought it"
+    assert "2 uncorrectable" in live["n1/pci:0000:65:00.0"]["summary"]
+    assert live["n1/pci:0000:75:00.0"]["status"] == "warn"
+    session.end()
+    results = session.judge("telemetry.kernel.xid")
+    got = statuses(results)
+    assert got["n1/pci:0000:65:00.0"] == "fail" and got["n1/pci:0000:75:00.0"] == "warn"
+    assert results["n1/pci:0000:65:00.0"]["value"] == 1, "a line carried twice is one event"
+    gpu_verdicts = {s for k, s in got.items() if "/gpu" in k}
+    assert gpu_verdicts == {"skip"} and "0000:65:00.0" in results["n1/gpu0"]["summary"]

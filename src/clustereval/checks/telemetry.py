@@ -3,13 +3,17 @@ event reasons, ECC and Xids, judged from the session's series (``Context.session
 
 Two streams: ``gpu`` — ``nvidia-smi --query-gpu=... --format=csv -lms N``, or on a node with amd-smi and no
 nvidia-smi ``amd-smi monitor ... -w S`` (parser ``gpu-telemetry-loop``: the same field names for both), one row
-per GPU per interval — and ``kernel`` — new kernel log lines (parser ``kernel-xid``). Xids are judged live: the
-result is recorded at the poll that brings the line, not when the session ends.
+per GPU per interval — and ``kernel`` — new kernel log lines (parser ``kernel-gpu-events``: Xids and amdgpu
+RAS events). Xids are judged live: the result is recorded at the poll that brings the line, not when the session
+ends.
 
 AMD GPUs (rows with ``sampler: amd-smi``): ``temperature.gpu`` is the hotspot (junction) sensor, judged against
 the MI300X/MI355X limits of ``baselines/telemetry.yml``; the clock throttle reasons come only from amd-smi's
-``--violation`` columns and Xids are NVIDIA driver events, so without those the throttle and Xid checks skip
-those GPUs and say why.
+``--violation`` columns, so without those the throttle check skips those GPUs and says why. Their driver's
+errors are amdgpu RAS lines and GPU resets, not Xids: ``telemetry.kernel.xid`` judges those on AMD nodes
+(uncorrectable errors and failed resets fail, correctable errors and resets warn). amd-smi monitor prints no
+bus id, so an amdgpu line is judged under its PCI device (``pci:<bdf>``) and the GPUs it cannot be tied to
+skip while the node has one.
 
 What is normal under load (measured on an H200, ``../shared/research/h200-ground-truth.md``): the GPU sits at
 its power cap, the SW power-cap reason is active and the SM clock falls from 1980 to about 1500 MHz. That is
@@ -279,6 +283,44 @@ def ecc(ctx: Context) -> list[Verdict]:
     return verdicts
 
 
+# What an amdgpu kernel event makes of the GPU it names while the GPUs are watched (parsers/kernel_amd_ras.py).
+AMDGPU_STATUS = {"ue": "fail", "reset_failed": "fail", "firmware_failure": "fail", "ce": "warn", "de": "warn",
+                 "reset_begin": "warn", "reset_method": "warn", "reset_succeeded": "warn", "ras_notice": "warn"}
+
+
+def _amdgpu_events(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """amdgpu RAS events and resets by ``pci:<bdf>`` (``pci:unknown`` for a line naming no device), counted once
+    however many kernel log sources carried them."""
+    seen: set[tuple] = set()
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row.get("kind") != "amdgpu":
+            continue
+        key = (row.get("pci"), row.get("ras"), str(row.get("message") or "")[:200], row.get("timestamp"))
+        if key in seen:
+            continue
+        seen.add(key)
+        out[f"pci:{row.get('pci') or 'unknown'}"].append(row)
+    return out
+
+
+def _amdgpu_verdict(ctx: Context, device: str, seen: list[dict[str, Any]], session: Any) -> Verdict:
+    status = worst([AMDGPU_STATUS.get(str(r.get("ras")), "warn") for r in seen])
+    kinds = sorted({str(r.get("ras")) for r in seen})
+    ue = sum(int(r.get("count") or 0) for r in seen if r.get("ras") == "ue")
+    ce = sum(int(r.get("count") or 0) for r in seen if r.get("ras") == "ce")
+    said = f"{ue} uncorrectable, {ce} correctable RAS error(s)" if ue or ce else ", ".join(kinds)
+    events_out = [{"at": r.get("timestamp"), "event": f"amdgpu {r.get('ras')}", "block": r.get("block"),
+                   "message": str(r.get("message"))[:200]} for r in seen]
+    return Verdict(status, f"{device[4:]}: amdgpu {said} while the GPUs were watched: "
+                   f"{str(seen[0].get('message'))[:160]}", len(seen), "events",
+                   {"max": 0, "unit": "events", "source": "uncorrectable errors and failed resets fail; "
+                    "correctable errors and resets warn"}, {"kinds": kinds, "pci": device[4:]},
+                   series=[r for r in session.recorder.series_refs() if r.get("stream") == KERNEL_STREAM],
+                   measured={**session.measured(), "events": events_out},
+                   subject=component_subject(ctx.subject, device))
+
+
 def _xid_events(rows: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
     """Xid events by (bus, code, message), counted once however many kernel log sources carried them."""
     out: dict[tuple, dict[str, Any]] = {}
@@ -304,24 +346,36 @@ def xid(ctx: Context) -> list[Verdict] | None:
     rows = list(session.rows(KERNEL_STREAM)) if session.final else list(
         session.chunk(KERNEL_STREAM).get("events") or [])
     events = _xid_events(rows)
-    if not session.final and not events:
+    amdgpu = _amdgpu_events(rows)
+    if not session.final and not events and not amdgpu:
         return None  # nothing new this poll: nothing to record yet
     gpus = per_gpu(ctx)
+    amdgpu_verdicts = [_amdgpu_verdict(ctx, device, seen, session) for device, seen in sorted(amdgpu.items())]
     if not session.final and not gpus:
-        return None  # no GPU sampled yet: judged at the end, under the GPU it happened on
+        # no GPU sampled yet: Xids are judged at the end, under the GPU they happened on; an amdgpu line is
+        # judged under its PCI device whenever it comes
+        return amdgpu_verdicts or None
     by_bus = {_bus(g.get("pci")): i for i, g in gpus.items()}
     found: dict[Any, list[dict[str, Any]]] = defaultdict(list)
     for (bus, _code, _message), row in events.items():
         found[by_bus.get(bus, f"pci:{row.get('pci')}")].append(row)
-    verdicts = []
+    verdicts = list(amdgpu_verdicts)
     targets = sorted(set(gpus) | set(found), key=str) if session.final else sorted(found, key=str)
     for index in targets:
         seen = found.get(index, [])
         subject = _subject(ctx, index) if isinstance(index, int) else component_subject(ctx.subject, str(index))
         if not seen and gpus.get(index, {}).get("sampler") == AMD_SAMPLER:
-            verdicts.append(Verdict("skip", f"GPU {index}: Xids are NVIDIA driver (NVRM) events; this AMD GPU's "
-                                    "errors are amdgpu RAS lines, which this check does not read", None, "events",
-                                    None, {"sampler": AMD_SAMPLER}, measured=session.measured(), subject=subject))
+            if amdgpu:
+                devices = ", ".join(d[4:] for d in sorted(amdgpu))
+                verdicts.append(Verdict("skip", f"GPU {index}: amdgpu RAS events on {devices} while the GPUs were "
+                                        "watched (judged under those devices); amd-smi monitor names no bus id to "
+                                        "tie them to this GPU", None, "events", None, {"sampler": AMD_SAMPLER},
+                                        measured=session.measured(), subject=subject))
+            else:
+                verdicts.append(Verdict("pass", f"GPU {index}: no amdgpu RAS error or GPU reset while it was "
+                                        "watched", 0, "events", None, {"sources": "kernel log",
+                                                                       "sampler": AMD_SAMPLER},
+                                        measured=session.measured(), subject=subject))
             continue
         if not seen:
             verdicts.append(Verdict("pass", f"GPU {index}: no Xid while it was watched", 0, "events", None,
