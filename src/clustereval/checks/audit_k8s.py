@@ -116,7 +116,40 @@ def is_gpu_node(node: dict[str, Any]) -> bool:
         return True
     return (labels.get("nvidia.com/gpu.present") == "true"
             or labels.get("feature.node.kubernetes.io/pci-10de.present") == "true"
-            or "nvidia.com/gpu.product" in labels or "cloud.google.com/gke-accelerator" in labels)
+            or "nvidia.com/gpu.product" in labels or "cloud.google.com/gke-accelerator" in labels
+            or is_amd_gpu_node(node))
+
+
+def amd_spec() -> dict[str, Any]:
+    """How AMD GPU nodes are advertised, labelled and served (``amd_gpu`` in baselines/k8s.yml)."""
+    return k8s_baseline()["amd_gpu"]
+
+
+def amd_resources(resources: dict[str, Any] | None) -> int:
+    """The AMD GPUs (logical devices) a capacity/allocatable map holds: ``amd.com/gpu`` plus, under the device
+    plugin's mixed naming strategy, every ``amd.com/<compute>_<memory>`` resource."""
+    spec, total = amd_spec(), 0
+    for key, value in (resources or {}).items():
+        if key == spec["resource"] or re.match(spec["mixed_resource"], str(key)):
+            total += quantity(value)
+    return total
+
+
+def is_amd_gpu_node(node: dict[str, Any]) -> bool:
+    """A node with AMD GPUs: it advertises an AMD GPU resource (even 0: the device plugin registered it), or the
+    AMD GPU Operator's NFD rule or node labeller labelled it."""
+    spec = amd_spec()
+    status, labels = node.get("status") or {}, node.get("labels") or {}
+    if any(k == spec["resource"] or re.match(spec["mixed_resource"], str(k))
+           for key in ("capacity", "allocatable") for k in status.get(key) or {}):
+        return True
+    return (any(labels.get(k) == "true" for k in spec["node_labels"])
+            or any(str(k).startswith(tuple(spec["label_prefixes"])) for k in labels))
+
+
+def gpu_vendor_of(node: dict[str, Any]) -> str:
+    """``amd`` for an AMD GPU node, else ``nvidia`` (the resource and labels every other GPU node is found by)."""
+    return "amd" if is_amd_gpu_node(node) else "nvidia"
 
 
 def list_gpu_nodes(ctx: Context) -> list[dict[str, Any]]:
@@ -178,8 +211,9 @@ def list_workloads(ctx: Context) -> list[dict[str, Any]]:
                   if isinstance(v, dict) and v.get("hostPath")]
         haystack = [item["name"] or "", item["labels"].get("app.kubernetes.io/name", "")]
         components = [comp for comp, pat in patterns.items()
-                      if any(p in h for p in pat.get("names", []) for h in haystack if h)
-                      or any(p in img.rsplit(":", 1)[0] for p in pat.get("images", []) for img in images)]
+                      if (any(p in h for p in pat.get("names", []) for h in haystack if h)
+                          or any(p in img.rsplit(":", 1)[0] for p in pat.get("images", []) for img in images))
+                      and not any(p in h for p in pat.get("exclude", []) for h in haystack + images if h)]
         out.append({"kind": item["kind"], "namespace": item["namespace"], "name": item["name"],
                     "images": images, "desired": int(desired), "ready": int(ready), "env": env, "args": args,
                     "host_paths": mounts, "components": components, "pod_spec": pod,

@@ -305,22 +305,32 @@ def drain(node: str, timeout_s: int) -> str:
     return f"kubectl drain {shlex.quote(node)} --ignore-daemonsets --delete-emptydir-data --timeout={int(timeout_s)}s"
 
 
-def pod_manifest(node: str, name: str, namespace: str, image: str) -> str:
-    """A pod bound to ``node`` asking for one GPU and running ``nvidia-smi -L``."""
+# The GPU test pod of a Kubernetes drill per node vendor: the device plugin's resource and an image with the
+# vendor's GPU listing tool (the CUDA base image has nvidia-smi through the container toolkit; ROCm's dev image
+# ships amd-smi).
+K8S_GPU_RESOURCES = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
+K8S_GPU_IMAGES = {"nvidia": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+                  "amd": "docker.io/rocm/dev-ubuntu-24.04:7.0.2"}
+
+
+def pod_manifest(node: str, name: str, namespace: str, image: str, vendor: str | None = None) -> str:
+    """A pod bound to ``node`` asking for one GPU of the node's vendor and listing it: ``nvidia-smi -L`` with
+    ``nvidia.com/gpu``, or on an AMD node ``amd-smi list`` with ``amd.com/gpu``."""
+    resource = K8S_GPU_RESOURCES["amd" if vendor == "amd" else "nvidia"]
     return json.dumps({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace,
                      "labels": {"app.kubernetes.io/managed-by": "clustereval", "clustereval/drill": "gpu-job"}},
         "spec": {"nodeName": node, "restartPolicy": "Never",
-                 "containers": [{"name": "gpu", "image": image, "command": ["nvidia-smi", "-L"],
-                                 "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+                 "containers": [{"name": "gpu", "image": image, "command": gpu_list(vendor).split(),
+                                 "resources": {"limits": {resource: 1}}}]},
     })
 
 
-def k8s_gpu_job(node: str, name: str, namespace: str, image: str, timeout_s: int) -> str:
+def k8s_gpu_job(node: str, name: str, namespace: str, image: str, timeout_s: int, vendor: str | None = None) -> str:
     """Create the pod, wait for it to end (at most ``timeout_s``), print its phase and logs, delete it."""
     n, ns = shlex.quote(name), shlex.quote(namespace)
-    manifest = shlex.quote(pod_manifest(node, name, namespace, image))
+    manifest = shlex.quote(pod_manifest(node, name, namespace, image, vendor))
     return (f"printf '%s' {manifest} | kubectl create -n {ns} -f - >/dev/null 2>&1 || "
             f"{{ echo '## job rc=1 phase=NotCreated'; exit 0; }}; "
             f"end=$(( $(date +%s) + {int(timeout_s)} )); phase=; "

@@ -58,7 +58,8 @@ class Settings:
     dry_run: bool = False
     scheduler: str = "slurm"
     k8s_namespace: str = "default"
-    k8s_gpu_image: str = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+    # "" = the node vendor's (commands.K8S_GPU_IMAGES: a CUDA base image, or ROCm's on an AMD node)
+    k8s_gpu_image: str = ""
     drain_timeout_s: float = 300.0
     # An Alertmanager (v2 API) whose alerts about the node count as detection; its bearer token, if any, is read
     # from $CLUSTEREVAL_ALERTMANAGER_TOKEN at each request and never written anywhere.
@@ -442,11 +443,13 @@ class Drill:
             return
         name = f"clustereval-drill-{s.target}-{int(self.clock() * 1000) % 10**8}".lower()[:63]
         undo = commands.delete_pod(name, s.k8s_namespace)
+        vendor = "amd" if self.vendor == "amd" else "nvidia"
+        image = s.k8s_gpu_image or commands.K8S_GPU_IMAGES[vendor]
         jid = self.journal.applied(f"GPU test pod {s.k8s_namespace}/{name} on {s.target}", undo,
-                                   {"image": s.k8s_gpu_image}, True)
-        self._step("job", "gpu_job", commands.k8s_gpu_job(s.target, name, s.k8s_namespace, s.k8s_gpu_image,
-                                                          int(s.job_timeout_s)), timeout_s=s.job_timeout_s + 60,
-                   local=True)
+                                   {"image": image}, True)
+        self._step("job", "gpu_job", commands.k8s_gpu_job(s.target, name, s.k8s_namespace, image,
+                                                          int(s.job_timeout_s), vendor),
+                   timeout_s=s.job_timeout_s + 60, local=True)
         self.journal.restored(jid, "deleted", {"command": undo})
 
     def _restore(self) -> None:

@@ -17,7 +17,11 @@ SETTINGS = {"enabled", "node_monitor_grace_s", "block", "cpus", "user", "lb_addr
             # finalizers added to every created pod, never cleared: a stuck delete (docs/sim.md)
             "pod_finalizers",
             # seconds the scheduler, kubelet and volume provisioner take (LATENCY_KEYS; docs/sim.md)
-            "latency"}
+            "latency",
+            # AMD nodes: the ROCm device plugin's resource_naming_strategy (single: amd.com/gpu; mixed:
+            # amd.com/<compute>_<memory>, e.g. amd.com/cpx_nps4)
+            "amd_resource_naming"}
+AMD_RESOURCE_NAMING = ("single", "mixed")
 # k8s.latency keys: the scheduler binding a pod, the kubelet starting its container after that, the provisioner
 # creating a claim's volume, and deleting it after the claim is gone (shims/k8s_volumes.py knows the same keys)
 LATENCY_KEYS = ("pod_schedule_s", "pod_start_s", "pvc_provision_s", "pv_delete_s")
@@ -54,6 +58,8 @@ def check_settings(k8s: dict[str, Any], daemonsets: tuple[str, ...] | dict[str, 
         if len(set(names)) != len(names):
             raise ProfileError(f"{where}: two NetworkPolicies have the same name")
     pod_and_volume_latency(k8s)
+    if str(k8s.get("amd_resource_naming", "single")) not in AMD_RESOURCE_NAMING:
+        raise ProfileError(f"k8s.amd_resource_naming must be one of {list(AMD_RESOURCE_NAMING)}")
     plugins = k8s.get("admission_plugins") or []
     if not isinstance(plugins, list) or set(plugins) - set(ADMISSION_PLUGINS):
         raise ProfileError(f"k8s.admission_plugins must be a list of {list(ADMISSION_PLUGINS)}")

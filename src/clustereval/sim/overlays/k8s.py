@@ -25,6 +25,15 @@ that binds new claims at once (the kubectl shim plays the PV controller and the 
 ``provisioners``: the access modes each serves, the error it fails with), static CPU manager, full RBAC
 for the tenant.
 
+AMD Instinct nodes (``gpus: {vendor: amd}``, profile ``k8s-amd``): the node carries the AMD GPU Operator's labels
+instead of GFD's (:func:`amd_labels`: its NFD rule's ``feature.node.kubernetes.io/amd-gpu``, the node labeller's
+``amd.com/gpu.*`` and ``beta.amd.com/gpu.*``, ``amd.com/gpu.compute-memory-partition``) and the ROCm device plugin's
+``amd.com/gpu`` (one per logical device: CPX gives 8 per GPU; ``amd.com/<compute>_<memory>`` with
+``k8s.amd_resource_naming: mixed``); an API host with AMD GPUs serves the AMD GPU Operator in ``kube-amd-gpu``
+(controller manager, NFD, the default DeviceConfig's ``default-device-plugin``, ``default-node-labeller`` and
+``default-metrics-exporter``, the ``deviceconfigs.amd.com`` CRD) instead of the NVIDIA GPU Operator, ClusterPolicy and
+dcgm-exporter; no GPU taint (the operator sets none). ``k8s_gpus_unadvertised`` fails the AMD device plugin's pod.
+
 Faults (per node; the API-wide ones take effect on the node where kubectl runs, the audit's
 ``clustereval_k8s_api_host``, as a kubeconfig does): ``k8s_no_default_storage_class`` (bool),
 ``k8s_rbac_denied`` (list of ``"verb resource"`` the tenant may not do, e.g. ``create pods``; applies to
@@ -59,6 +68,28 @@ FAULTS = {"k8s_no_default_storage_class", "k8s_rbac_denied", "k8s_nad_resource",
 API_DIR = "/etc/clustereval-sim-k8s"
 CREATED = "2026-05-04T08:12:31Z"
 DEVICE_PLUGIN = "nvidia-device-plugin-daemonset"
+# The AMD GPU Operator (ROCm/gpu-operator) names its operands after the DeviceConfig ("default" from its chart):
+# <name>-device-plugin, <name>-node-labeller, <name>-metrics-exporter, in the chart's namespace kube-amd-gpu.
+AMD_NAMESPACE = "kube-amd-gpu"
+AMD_DEVICE_CONFIG = "default"
+AMD_DEVICE_PLUGIN = f"{AMD_DEVICE_CONFIG}-device-plugin"
+AMD_NODE_LABELLER = f"{AMD_DEVICE_CONFIG}-node-labeller"
+AMD_METRICS_EXPORTER = f"{AMD_DEVICE_CONFIG}-metrics-exporter"
+AMD_OPERATOR_VERSION = "v1.4.1"
+AMD_DEVICE_PLUGIN_IMAGE = "docker.io/rocm/k8s-device-plugin:1.31.0.9"
+AMD_NODE_LABELLER_IMAGE = "docker.io/rocm/k8s-device-plugin:labeller-1.31.0.9"
+AMD_METRICS_EXPORTER_IMAGE = "docker.io/rocm/device-metrics-exporter:v1.4.0"
+# The operator's NodeFeatureRule (amd-gpu-label-nfd-rule) marks AMD GPU nodes with this label, which the default
+# DeviceConfig's selector (and so every operand's nodeSelector) matches.
+AMD_NFD_LABEL = "feature.node.kubernetes.io/amd-gpu"
+# The rule's model labels (PCI device ids it lists under amd-gpu-mi210 / amd-gpu-mi300x).
+AMD_NFD_MODEL_LABELS = {"740f": "feature.node.kubernetes.io/amd-gpu-mi210",
+                        "74a1": "feature.node.kubernetes.io/amd-gpu-mi300x"}
+# The node labeller's arguments: the operator's defaults plus the three partition labels (DeviceConfig
+# spec.devicePlugin.nodeLabellerArguments).
+AMD_LABELLER_ARGUMENTS = ["vram", "cu-count", "simd-count", "device-id", "family", "product-name", "driver-version",
+                          "compute-memory-partition", "compute-partitioning-supported",
+                          "memory-partitioning-supported"]
 # what csi-driver-nfs reports when its controller cannot mount the NFS export to create a volume's directory
 NFS_MOUNT_FAILED = ("rpc error: code = Internal desc = failed to mount nfs server: rpc error: code = Internal desc = "
                     "mount failed: exit status 32\nMounting command: mount\nMounting arguments: -t nfs -o nfsvers=4.1 "
@@ -75,6 +106,10 @@ DEFAULT_TOLERATIONS = {
     "kube-multus-ds": [{"effect": "NoSchedule", "operator": "Exists"}, {"effect": "NoExecute", "operator": "Exists"}],
     "kube-prometheus-stack-prometheus-node-exporter": [{"effect": "NoSchedule", "operator": "Exists"}],
 }
+# The AMD GPU Operator gives its operands no tolerations unless the DeviceConfig lists some
+# (devicePluginTolerations, nodeLabellerTolerations, metricsExporter.tolerations): k8s.daemonset_tolerations may.
+AMD_DAEMONSETS = (AMD_DEVICE_PLUGIN, AMD_NODE_LABELLER, AMD_METRICS_EXPORTER, "amd-gpu-nfd-worker")
+TOLERABLE_DAEMONSETS = (*DEFAULT_TOLERATIONS, *AMD_DAEMONSETS)
 
 # name, shortnames, group, version, namespaced, kind: what a v1.31 API server with these operators serves
 CORE_RESOURCES = [
@@ -138,7 +173,8 @@ CRD_RESOURCES = [
 
 def validate_settings(settings: dict[str, Any]) -> None:
     """Refuse unknown or malformed ``k8s:`` keys when the profile loads, before anything starts."""
-    check_settings(settings.get("k8s") or {}, tuple(DEFAULT_TOLERATIONS))
+    check_settings(settings.get("k8s") or {}, TOLERABLE_DAEMONSETS)
+
 
 def _fault(settings: dict[str, Any], key: str, default: Any) -> Any:
     return (settings.get("faults") or {}).get(key, default)
@@ -199,20 +235,91 @@ def gfd_labels(state: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def _labeller_labels(kind: str, values: list[str]) -> dict[str, str]:
+    """The AMD node labeller's labels of one kind (its createLabels): per value seen ``beta.amd.com/gpu.<kind>.<value>``
+    with how many devices show it; when all show the same value also ``beta.amd.com/gpu.<kind>`` and
+    ``amd.com/gpu.<kind>`` = that value, else ``amd.com/gpu.<kind>.<value>`` = count."""
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    out = {f"beta.amd.com/gpu.{kind}.{value}": str(n) for value, n in counts.items()}
+    if len(counts) == 1:
+        (value,) = counts
+        out[f"beta.amd.com/gpu.{kind}"] = value
+        out[f"amd.com/gpu.{kind}"] = value
+    else:
+        out.update({f"amd.com/gpu.{kind}.{value}": str(n) for value, n in counts.items()})
+    return out
+
+
+def amd_labels(state: dict[str, Any]) -> dict[str, str]:
+    """The labels of an AMD GPU node: the AMD GPU Operator's NFD rule (``feature.node.kubernetes.io/amd-gpu``, the
+    model label for MI210/MI300X) and its node labeller (ROCm/k8s-device-plugin cmd/k8s-node-labeller) run with
+    :data:`AMD_LABELLER_ARGUMENTS`. The labeller counts every device amdgpu exposes: in CPX each partition of a GPU
+    is one (its VRAM, CUs and SIMDs the partition's share), and ``amd.com/gpu.compute-memory-partition`` is
+    ``<compute>_<memory>`` in lower case (``spx_nps1``), set only when every GPU of the node is in the same mode."""
+    devices = (state.get("amd") or {}).get("gpus") or []
+    if not devices:
+        return {}
+    device_id = str(devices[0].get("device_id", "0x74a1")).lower().removeprefix("0x")
+    labels = {AMD_NFD_LABEL: "true"}
+    if device_id in AMD_NFD_MODEL_LABELS:
+        labels[AMD_NFD_MODEL_LABELS[device_id]] = "true"
+    product = [str(d.get("market_name", "")).strip().replace(" ", "_").replace("(", "").replace(")", "")
+               for d in devices]
+    for kind, values in (
+            ("vram", [f"{round(int(d.get('vram_total_mb') or 0) / 1024)}G" for d in devices]),
+            ("cu-count", [str(d.get("compute_units")) for d in devices]),
+            ("simd-count", [str(int(d.get("compute_units") or 0) * 4) for d in devices]),  # 4 SIMDs per CDNA CU
+            ("device-id", [str(d.get("device_id", "")).lower().removeprefix("0x") for d in devices]),
+            ("family", ["AI" for _ in devices]),  # AMDGPU_FAMILY_AI: every gfx9 part (CDNA 1-4)
+            ("product-name", product)):
+        labels.update(_labeller_labels(kind, values))
+    labels["amd.com/gpu.driver-version"] = str((state.get("amd") or {}).get("amdgpu_version", ""))
+    modes = {f"{str(d.get('compute_partition', '')).lower()}_{str(d.get('memory_partition', '')).lower()}"
+             for d in devices}
+    if len(modes) == 1:
+        labels["amd.com/gpu.compute-memory-partition"] = modes.pop()
+    labels["amd.com/gpu.compute-partitioning-supported"] = "true"
+    labels["amd.com/gpu.memory-partitioning-supported"] = "true"
+    return labels
+
+
+def amd_gpu_resources(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, str]:
+    """What the ROCm device plugin advertises: every logical device (CPX: 8 per GPU) as ``amd.com/gpu`` with the
+    default ``single`` resource naming strategy, as ``amd.com/<compute>_<memory>`` (``amd.com/cpx_nps4``) with
+    ``k8s.amd_resource_naming: mixed``; 0 while its pod fails on the node (``k8s_gpus_unadvertised``)."""
+    devices = (state.get("amd") or {}).get("gpus") or []
+    if not devices:
+        return {}
+    down = _fault(settings, "k8s_gpus_unadvertised", False)
+    if str((settings.get("k8s") or {}).get("amd_resource_naming", "single")) != "mixed":
+        return {"amd.com/gpu": "0" if down else str(len(devices))}
+    out: dict[str, str] = {}
+    for d in devices:
+        key = f"amd.com/{str(d.get('compute_partition')).lower()}_{str(d.get('memory_partition')).lower()}"
+        out[key] = "0" if down else str(int(out.get(key, "0")) + 1)
+    return out
+
+
 def node_object(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
-    """The Node as ``kubectl get nodes -o json`` shows it for this simulated node."""
+    """The Node as ``kubectl get nodes -o json`` shows it for this simulated node (an AMD node: the AMD GPU
+    Operator's NFD and node labeller labels and the ROCm device plugin's resource instead of NVIDIA's)."""
     k8s = settings.get("k8s") or {}
     name = state["node"]
     gpus = len(state.get("gpus") or [])
+    amd = bool(state.get("amd"))
     labels = {"beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
               "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
               "network.topology.nvidia.com/block": str(k8s.get("block", "block-1")),
-              **gfd_labels(state)}
+              **(amd_labels(state) if amd else gfd_labels(state))}
     if state.get("nics"):
         labels["feature.node.kubernetes.io/pci-15b3.present"] = "true"
     capacity = {"cpu": str(k8s.get("cpus", 224)), "ephemeral-storage": "3750157048Ki", "hugepages-1Gi": "0",
                 "hugepages-2Mi": "0", "memory": "2113404580Ki", "pods": "110"}
-    if gpus:
+    if amd:
+        capacity.update(amd_gpu_resources(settings, state))
+    elif gpus:
         capacity["nvidia.com/gpu"] = "0" if _fault(settings, "k8s_gpus_unadvertised", False) else str(gpus)
     if state.get("nics"):
         capacity[f"rdma/{RDMA_RESOURCE}"] = "63"
@@ -354,6 +461,78 @@ def monitoring_workloads(down: set[str]) -> list[dict[str, Any]]:
     ]
 
 
+AMD_CRD_RESOURCES = [
+    ("deviceconfigs", "gpue", "amd.com", "v1alpha1", True, "DeviceConfig"),
+    ("nodefeaturerules", "nfr", "nfd.k8s-sigs.io", "v1alpha1", False, "NodeFeatureRule"),
+]
+
+
+def _operand(name: str, image: str, container: str, labels: dict[str, str], host_paths: tuple[str, ...] = (),
+             args: list[str] | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """An AMD GPU Operator operand DaemonSet as the operator writes it: selector and pod labels
+    ``daemonset-name: <DeviceConfig>`` (plus the metrics exporter's app label), the DeviceConfig's selector as
+    nodeSelector, priority class system-node-critical."""
+    ds = _workload("DaemonSet", name, AMD_NAMESPACE, image, node_selector={AMD_NFD_LABEL: "true"},
+                   container=container, args=args, env=env, host_paths=host_paths)
+    ds["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "amd-gpu-operator", **labels}
+    ds["spec"]["selector"] = {"matchLabels": dict(labels)}
+    ds["spec"]["template"]["metadata"]["labels"] = dict(labels)
+    ds["spec"]["template"]["spec"]["priorityClassName"] = "system-node-critical"
+    return ds
+
+
+def amd_gpu_operator(down: set[str]) -> list[dict[str, Any]]:
+    """The AMD GPU Operator (helm chart gpu-operator-charts in kube-amd-gpu) with its default DeviceConfig: the
+    controller manager, its NFD (master and worker), and the operands it makes for the DeviceConfig: the ROCm device
+    plugin, the node labeller and the device metrics exporter (which maps GPUs to pods through the kubelet's
+    pod-resources socket). Inbox amdgpu driver (``spec.driver.enable: false``): no KMM module, no driver pods."""
+    sel = {"daemonset-name": AMD_DEVICE_CONFIG}
+    return [
+        _workload("Deployment", "amd-gpu-operator-controller-manager", AMD_NAMESPACE,
+                  f"docker.io/rocm/gpu-operator:{AMD_OPERATOR_VERSION}", 1,
+                  0 if "amd-gpu-operator-controller-manager" in down else None, container="manager",
+                  labels={"app.kubernetes.io/name": "gpu-operator-charts", "app.kubernetes.io/instance": "amd-gpu",
+                          "app.kubernetes.io/component": "amd-gpu", "app.kubernetes.io/version": AMD_OPERATOR_VERSION}),
+        _workload("Deployment", "amd-gpu-nfd-master", AMD_NAMESPACE,
+                  "registry.k8s.io/nfd/node-feature-discovery:v0.16.1", 1, 0 if "amd-gpu-nfd-master" in down else None,
+                  container="master", labels={"app.kubernetes.io/name": "node-feature-discovery",
+                                              "app.kubernetes.io/instance": "amd-gpu", "role": "master"}),
+        _workload("DaemonSet", "amd-gpu-nfd-worker", AMD_NAMESPACE,
+                  "registry.k8s.io/nfd/node-feature-discovery:v0.16.1", container="worker",
+                  labels={"app.kubernetes.io/name": "node-feature-discovery", "app.kubernetes.io/instance": "amd-gpu",
+                          "role": "worker"}),
+        _operand(AMD_DEVICE_PLUGIN, AMD_DEVICE_PLUGIN_IMAGE, "device-plugin", sel,
+                 host_paths=("/var/lib/kubelet/device-plugins", "/sys"), args=["-pulse", "30"]),
+        _operand(AMD_NODE_LABELLER, AMD_NODE_LABELLER_IMAGE, "node-labeller-container", sel,
+                 host_paths=("/sys", "/dev"),
+                 args=["-c", "./k8s-node-labeller " + " ".join(f"-{a}" for a in AMD_LABELLER_ARGUMENTS)]),
+        _operand(AMD_METRICS_EXPORTER, AMD_METRICS_EXPORTER_IMAGE, "metrics-exporter-container",
+                 {**sel, "app.kubernetes.io/name": "metrics-exporter"},
+                 host_paths=("/dev", "/sys", "/var/lib/kubelet/pod-resources", "/var/lib/amd-metrics-exporter"),
+                 env={"METRICS_EXPORTER_PORT": "5000", "AMD_EXPORTER_RELAXED_FLAGS_PARSING": "true"}),
+    ]
+
+
+def amd_device_config(settings: dict[str, Any]) -> dict[str, Any]:
+    """The default DeviceConfig (amd.com/v1alpha1) the chart installs, as the operator reports it once its operands
+    run: the Ready condition (reason OperatorReady)."""
+    naming = str((settings.get("k8s") or {}).get("amd_resource_naming", "single"))
+    cfg = _cr("amd.com/v1alpha1", "DeviceConfig", AMD_DEVICE_CONFIG, AMD_NAMESPACE, spec={
+        "selector": {AMD_NFD_LABEL: "true"},
+        "driver": {"enable": False},
+        "devicePlugin": {"enableDevicePlugin": True, "devicePluginImage": AMD_DEVICE_PLUGIN_IMAGE,
+                         "devicePluginArguments": {"resource_naming_strategy": naming},
+                         "enableNodeLabeller": True, "nodeLabellerImage": AMD_NODE_LABELLER_IMAGE,
+                         "nodeLabellerArguments": list(AMD_LABELLER_ARGUMENTS)},
+        "metricsExporter": {"enable": True, "image": AMD_METRICS_EXPORTER_IMAGE, "port": 5000,
+                            "serviceType": "ClusterIP", "prometheus": {"serviceMonitor": {"enable": True}}},
+    }, status={"conditions": [{"lastTransitionTime": CREATED, "message": "", "observedGeneration": 1,
+                               "reason": "OperatorReady", "status": "True", "type": "Ready"}],
+               "observedGeneration": 1})
+    cfg["metadata"]["generation"] = 1
+    return cfg
+
+
 def _cr(api_version: str, kind: str, name: str, namespace: str | None = None, spec: dict[str, Any] | None = None,
         status: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
     obj: dict[str, Any] = {"apiVersion": api_version, "kind": kind, "metadata": _meta(name, namespace)}
@@ -377,7 +556,8 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
     def deploy(name: str, namespace: str, image: str, replicas: int = 1, **kw: Any) -> dict[str, Any]:
         return _workload("Deployment", name, namespace, image, replicas, 0 if name in down else None, **kw)
 
-    workloads = [
+    amd = bool(state.get("amd"))
+    gpu_stack = amd_gpu_operator(down) if amd else [
         deploy("gpu-operator", "gpu-operator", "nvcr.io/nvidia/gpu-operator:v24.9.2"),
         _workload("DaemonSet", DEVICE_PLUGIN, "gpu-operator", "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
                   node_selector=gpu_node),
@@ -385,7 +565,9 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
                   "nvcr.io/nvidia/k8s/dcgm-exporter:3.3.9-3.6.1-ubuntu22.04", node_selector=gpu_node,
                   env={"DCGM_EXPORTER_LISTEN": ":9400", "DCGM_EXPORTER_KUBERNETES": "true",
                        "DCGM_EXPORTER_COLLECTORS": "/etc/dcgm-exporter/dcp-metrics-included.csv"},
-                  host_paths=("/var/lib/kubelet/pod-resources",)),
+                  host_paths=("/var/lib/kubelet/pod-resources",))]
+    workloads = [
+        *gpu_stack,
         deploy("nvidia-network-operator", "nvidia-network-operator",
                "nvcr.io/nvidia/cloud-native/network-operator:v24.10.0"),
         _workload("DaemonSet", "rdma-shared-dp-ds", "nvidia-network-operator",
@@ -480,8 +662,12 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
         ],
         "topologies.kueue.x-k8s.io": [_cr("kueue.x-k8s.io/v1alpha1", "Topology", "default", spec={"levels": [
             {"nodeLabel": "network.topology.nvidia.com/block"}, {"nodeLabel": "kubernetes.io/hostname"}]})],
-        "resourceflavors.kueue.x-k8s.io": [_cr("kueue.x-k8s.io/v1beta1", "ResourceFlavor", "h100", spec={
-            "nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, "topologyName": "default"})],
+        "resourceflavors.kueue.x-k8s.io": [
+            _cr("kueue.x-k8s.io/v1beta1", "ResourceFlavor", "mi300x", spec={
+                "nodeLabels": {"amd.com/gpu.product-name": "AMD_Instinct_MI300X"}, "topologyName": "default"})
+            if amd else
+            _cr("kueue.x-k8s.io/v1beta1", "ResourceFlavor", "h100", spec={
+                "nodeLabels": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, "topologyName": "default"})],
         "hypernodes.topology.volcano.sh": [],
         "network-attachment-definitions.k8s.cni.cncf.io": nads,
         "nicclusterpolicies.mellanox.com": [_cr("mellanox.com/v1alpha1", "NicClusterPolicy", "nic-cluster-policy",
@@ -489,20 +675,24 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
                                                     "config": rdma_config, "image": "k8s-rdma-shared-dev-plugin",
                                                     "repository": "ghcr.io/mellanox", "version": "v1.5.2"}},
                                                 status={"state": "ready"})],
-        "clusterpolicies.nvidia.com": [_cr("nvidia.com/v1", "ClusterPolicy", "cluster-policy",
-                                           spec={"dcgmExporter": {"enabled": True,
-                                                                  "serviceMonitor": {"enabled": True}},
-                                                 "driver": {"enabled": False}, "toolkit": {"enabled": True}},
-                                           status={"namespace": "gpu-operator", "state": "ready"})],
     }
+    if amd:
+        objects["deviceconfigs.amd.com"] = [amd_device_config(settings)]
+    else:
+        objects["clusterpolicies.nvidia.com"] = [_cr("nvidia.com/v1", "ClusterPolicy", "cluster-policy",
+                                                     spec={"dcgmExporter": {"enabled": True,
+                                                                            "serviceMonitor": {"enabled": True}},
+                                                           "driver": {"enabled": False}, "toolkit": {"enabled": True}},
+                                                     status={"namespace": "gpu-operator", "state": "ready"})]
     tolerations = {**DEFAULT_TOLERATIONS, **(k8s.get("daemonset_tolerations") or {})}
     for ds in objects["daemonsets.apps"]:
         pod = ds["spec"]["template"]["spec"]
         if tolerations.get(ds["metadata"]["name"]):
             pod["tolerations"] = [dict(t) for t in tolerations[ds["metadata"]["name"]]]
     objects["namespaces"], objects["networkpolicies.networking.k8s.io"] = namespaces_and_policies(k8s, objects)
+    crds = [r for r in CRD_RESOURCES if r[0] != "clusterpolicies"] + AMD_CRD_RESOURCES if amd else CRD_RESOURCES
     resources = [dict(zip(("name", "shortnames", "group", "version", "namespaced", "kind"), r, strict=True))
-                 for r in CORE_RESOURCES + CRD_RESOURCES]
+                 for r in CORE_RESOURCES + crds]
     for r in resources:
         r["shortnames"] = [s for s in r["shortnames"].split(",") if s]
     return {"enabled": True, "user": str(k8s.get("user", "tenant-a")),
@@ -517,7 +707,11 @@ def api_state(settings: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]
             # DaemonSets whose pods fail on every node (the shim computes DaemonSet status from the nodes)
             "not_ready": sorted(down),
             "resources": resources, "objects": objects, "provisioners": provisioners,
-            "helm_releases": [{"name": "gpu-operator", "namespace": "gpu-operator", "revision": "1",
+            "helm_releases": [{"name": "amd-gpu-operator", "namespace": AMD_NAMESPACE, "revision": "1",
+                               "updated": "2026-05-04 08:12:31.402817293 +0000 UTC", "status": "deployed",
+                               "chart": f"gpu-operator-charts-{AMD_OPERATOR_VERSION}",
+                               "app_version": AMD_OPERATOR_VERSION}] if amd else
+                             [{"name": "gpu-operator", "namespace": "gpu-operator", "revision": "1",
                                "updated": "2026-05-04 08:12:31.402817293 +0000 UTC", "status": "deployed",
                                "chart": "gpu-operator-v24.9.2", "app_version": "v24.9.2"}]}
 
@@ -565,10 +759,11 @@ def network_policy(namespace: str, policy: dict[str, Any]) -> dict[str, Any]:
 
 
 def render(settings: dict[str, Any], state: dict[str, Any], tree) -> None:
-    check_settings(settings.get("k8s") or {}, tuple(DEFAULT_TOLERATIONS))
+    check_settings(settings.get("k8s") or {}, TOLERABLE_DAEMONSETS)
     if not (settings.get("k8s") or {}).get("enabled"):
         return
-    not_ready = [DEVICE_PLUGIN] if _fault(settings, "k8s_gpus_unadvertised", False) else []
+    plugin = AMD_DEVICE_PLUGIN if state.get("amd") else DEVICE_PLUGIN
+    not_ready = [plugin] if _fault(settings, "k8s_gpus_unadvertised", False) else []
     tree.file(f"{API_DIR}/node.json", json.dumps({"object": node_object(settings, state), "not_ready": not_ready},
                                                  indent=1))
     tree.file(f"{API_DIR}/api.json", json.dumps(api_state(settings, state), indent=1))

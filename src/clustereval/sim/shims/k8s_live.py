@@ -193,6 +193,9 @@ def _read(path, default=None):
         return default
 
 
+AMD_PARTITIONS = {"spx": 1, "dpx": 2, "qpx": 4, "cpx": 8}  # logical devices per GPU in each compute partition mode
+
+
 def lost_gpus(cluster_dir, name):
     try:
         return list(json.loads(_read(os.path.join(cluster_dir, "nodes", name, "root", "run", "runtime.json"),
@@ -228,6 +231,13 @@ def live_node(cluster_dir, obj, doc):
     allocatable = status.get("allocatable") or {}
     if lost and str(allocatable.get("nvidia.com/gpu", "0")) != "0":
         allocatable["nvidia.com/gpu"] = str(max(0, int(allocatable["nvidia.com/gpu"]) - len(lost)))
+    if lost:
+        # the ROCm device plugin marks every logical device of a lost GPU unhealthy (in CPX mode, 8 of them: the
+        # node labeller's amd.com/gpu.compute-memory-partition says how many per GPU)
+        mode = str(((obj.get("metadata") or {}).get("labels") or {}).get("amd.com/gpu.compute-memory-partition", ""))
+        per_gpu = AMD_PARTITIONS.get(mode.split("_")[0], 1)
+        for key in [k for k in allocatable if k.startswith("amd.com/") and str(allocatable[k]) != "0"]:
+            allocatable[key] = str(max(0, int(allocatable[key]) - len(lost) * per_gpu))
     return obj
 
 
