@@ -57,9 +57,15 @@ SHIMS = {"nvidia-smi": "nvidia_smi.py", "dcgmi": "dcgmi.py", "dcgm-exporter": "d
          **{f"{c}_perf": "nccl_tests.py" for c in ("all_reduce", "all_gather", "reduce_scatter", "alltoall",
                                                   "sendrecv")},
          **{t: "perftest.py" for t in ("ib_write_bw", "ib_read_bw", "ib_write_lat", "ib_read_lat")},
-         "nvbandwidth": "nvbandwidth.py"}
+         "nvbandwidth": "nvbandwidth.py",
+         # ROCm's TransferBench (/opt/rocm/bin/TransferBench on a real node; on the node's PATH here)
+         "TransferBench": "transferbench.py"}
 # Tools a profile can leave off a node (``faults: {nccl_tests: missing}``): shim module -> node.json tool key.
-OPTIONAL_TOOLS = {"nccl_tests.py": "nccl_tests", "perftest.py": "perftest", "nvbandwidth.py": "nvbandwidth"}
+OPTIONAL_TOOLS = {"nccl_tests.py": "nccl_tests", "perftest.py": "perftest", "nvbandwidth.py": "nvbandwidth",
+                  "transferbench.py": "transferbench"}
+# ROCm tools of SHIMS an NVIDIA node does not have (besides amd.absent_tools, which lists the overlay's amd-smi and
+# rocm-smi).
+ROCM_ONLY_SHIMS = frozenset({"TransferBench"})
 # Open MPI settings a site running mpirun between its nodes provides in every login environment (the nodes
 # talk over loopback addresses here; the cluster key in /root/.ssh is what `plm_rsh_agent ssh` uses).
 NODE_MCA_ENV = "OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_btl=self,vader,tcp"
@@ -821,6 +827,8 @@ def _prepare_node_root(directory: Path, node: dict[str, Any]) -> None:
         if tool == "nvidia-smi" and node["state"]["nvidia_smi"] == "missing":
             continue
         if tool in amd.absent_tools(node["state"]):  # the other vendor's tools
+            continue
+        if tool in ROCM_ONLY_SHIMS and not node["state"].get("amd"):
             continue
         if tool in software_tools.missing(node["settings"]):
             continue

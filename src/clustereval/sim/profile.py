@@ -67,6 +67,8 @@ KNOWN_FAULTS = {
     # and nvbandwidth shims; see docs/sim.md "Fabric and performance tools")
     *("rail_rate_factor", "nvlink_factor", "straggler_gpu", "nccl_hang", "nccl_jagged", "nccl_wrong",
       "nccl_tests", "perftest", "nvbandwidth"),
+    # AMD nodes' TransferBench (sim/shims/transferbench.py): the tool's mode, and GPUs whose PCIe host link is slow
+    *("transferbench", "slow_host_link"),
 }
 
 # Faults that act while an ``nvidia-smi -l/-lms`` loop runs, relative to the start of each loop process
@@ -542,7 +544,7 @@ def render_node(profile: dict[str, Any], node: str) -> dict[str, Any]:
             "reason": str(faults.get("slurm_reason", "")),
         },
         "unreachable": bool(faults.get("unreachable", False)),
-        "fabric": _fabric(settings, faults, gpus),
+        "fabric": _fabric(settings, faults, gpus, len(amd_state["gpus"]) if amd_state else None),
         **({"amd": amd_state} if amd_state else {}),
     }
 
@@ -574,14 +576,33 @@ FABRIC_DEFAULTS = {
     "pcie_h2d_gbps": None,             # nvbandwidth host<->device: default from the GPU's PCIe gen/width
     "nvlink_p2p_gbps": 370.0,          # nvbandwidth device_to_device per pair
     "hbm_copy_gbps": 1550.0,           # nvbandwidth device_local_copy
+    "xgmi_p2p_gbps": None,             # TransferBench GPU->GPU over one XGMI link, one direction: default by AMD model
+    "xgmi_local_copy_gbps": None,      # TransferBench device-local copy (bytes counted once): default by AMD model
 }
 # Unidirectional host-to-device copy-engine bandwidth of one x16 link per PCIe generation (GB/s).
 PCIE_H2D_X16_GBPS = {3: 12.5, 4: 26.0, 5: 55.5, 6: 110.0}
+# TransferBench figures of a healthy AMD node per model (GB/s, one direction, enough CUs), where the profile does not
+# set them. XGMI: AMD rates an MI300X/MI325X link 64 GB/s a direction (128 GB/s bidirectional); CRC and protocol
+# overhead leave ~48 GB/s usable per link (ROCm blog "Understanding RCCL Bandwidth and xGMI Performance on AMD
+# Instinct MI300X", 2025). MI355X: 153.6 GB/s bidirectional per link (AMD MI355X data sheet), the same ~75% usable
+# ratio: ~57.6 GB/s (no public TransferBench capture). Local copy: a copy kernel on all CUs, bytes counted once, about
+# half of the 4-5 TB/s read+write HBM3/HBM3E reach (modelled: no public v1.0x capture).
+AMD_TRANSFER_DEFAULTS = {
+    "AMD Instinct MI300X": {"xgmi_p2p_gbps": 48.6, "xgmi_local_copy_gbps": 2050.0},
+    "AMD Instinct MI325X": {"xgmi_p2p_gbps": 48.6, "xgmi_local_copy_gbps": 2300.0},
+    "AMD Instinct MI355X": {"xgmi_p2p_gbps": 58.0, "xgmi_local_copy_gbps": 3000.0},
+}
 TOOL_FAULT_MODES = ("ok", "missing")
+# TransferBench on an AMD node (faults.transferbench): as installed, absent, printing binary noise, its output cut
+# before a test's aggregate line, a run-configuration line corrupted as in the corpus's garbled capture, or hanging
+# half-way through the tests until killed.
+TRANSFERBENCH_MODES = ("ok", "missing", "garbage", "truncated", "garbled", "hang")
 
 
-def _fabric(settings: dict[str, Any], faults: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
-    """The node's fabric and its performance faults, resolved for the shims (node.json ``fabric``)."""
+def _fabric(settings: dict[str, Any], faults: dict[str, Any], gpus: list[dict[str, Any]],
+            devices: int | None = None) -> dict[str, Any]:
+    """The node's fabric and its performance faults, resolved for the shims (node.json ``fabric``); ``devices``: the
+    GPU devices the tools number on an AMD node (every partition of a GPU in CPX mode is one), else the GPUs."""
     fabric = {**FABRIC_DEFAULTS, **(settings.get("fabric") or {})}
     known_mapping("fabric", settings.get("fabric") or {}, FABRIC_DEFAULTS, error=ProfileError)
     gpu_cfg = settings.get("gpus") or {}
@@ -634,9 +655,33 @@ def _fabric(settings: dict[str, Any], faults: dict[str, Any], gpus: list[dict[st
     for tool in ("nccl_tests", "perftest", "nvbandwidth"):
         if faults.get(tool, "ok") not in TOOL_FAULT_MODES:
             raise ProfileError(f"faults.{tool} must be one of {list(TOOL_FAULT_MODES)}")
+    if faults.get("transferbench", "ok") not in TRANSFERBENCH_MODES:
+        raise ProfileError(f"faults.transferbench must be one of {list(TRANSFERBENCH_MODES)}")
+    model = AMD_TRANSFER_DEFAULTS.get(str(gpu_cfg.get("model")), AMD_TRANSFER_DEFAULTS["AMD Instinct MI300X"])
+    for key, value in model.items():
+        if fabric[key] is None:
+            fabric[key] = value
     return {**fabric, "rails": rails, "nvlink_factor": float(faults.get("nvlink_factor", 1.0)),
             "straggler_gpu": straggler, "nccl_faults": nccl,
-            "tools": {t: faults.get(t, "ok") for t in ("nccl_tests", "perftest", "nvbandwidth")}}
+            "slow_host_link": _slow_host_links(faults.get("slow_host_link"), len(gpus) if devices is None else devices),
+            "tools": {t: faults.get(t, "ok") for t in ("nccl_tests", "perftest", "nvbandwidth", "transferbench")}}
+
+
+def _slow_host_links(value: Any, count: int) -> dict[str, float]:
+    """``faults.slow_host_link`` (``{gpu: 3, factor: 0.45}`` or a list of them; ``gpu`` is the device index the
+    GPU tools number, after ``gpu_missing``) as ``{"3": 0.45}``: that GPU's PCIe host link moves ``factor`` of its
+    healthy figure both ways (a link trained down, a bad riser), and so does peer traffic routed over it."""
+    out: dict[str, float] = {}
+    for entry in _run_fault_entries(value or []):
+        if not isinstance(entry, dict) or set(entry) - {"gpu", "factor"} or "gpu" not in entry:
+            raise ProfileError("faults.slow_host_link must be {gpu: INDEX, factor: 0..1} or a list of them")
+        gpu, factor = entry["gpu"], entry.get("factor", 0.45)
+        if not _is_whole(gpu) or gpu >= count:
+            raise ProfileError(f"faults.slow_host_link.gpu {gpu!r} is not one of the node's {count} GPUs")
+        if not _is_number(factor) or not 0 < factor <= 1:
+            raise ProfileError(f"faults.slow_host_link.factor must be a number above 0 and at most 1, not {factor!r}")
+        out[str(gpu)] = float(factor)
+    return out
 
 
 KERN_LOG = "/var/log/kern.log"
@@ -1146,4 +1191,5 @@ FAULTS_SCHEMA = Section({
     "xid": OneOrMany(XID_ENTRY),
     "nvlink_factor": AMOUNT,
     "exporters_missing": ListOf(TEXT),
+    "transferbench": Kind(f"one of {', '.join(TRANSFERBENCH_MODES)}", lambda value: value in TRANSFERBENCH_MODES),
 })
