@@ -18,6 +18,7 @@ from clustereval.checks import Context
 from clustereval.sim.profile import load_profile, render_node
 from tests.conftest import read_corpus
 from tests.helpers import judge, probe
+from tests.unit.test_audit_amd_access import ROOT, devices_text
 
 SHIMS = Path(__file__).resolve().parents[2] / "src" / "clustereval" / "sim" / "shims"
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
@@ -28,7 +29,8 @@ COMMANDS = {"amd_smi_static": ("amd_smi.py", "static", "--asic", "--bus", "--vbi
             "rocm_smi": ("rocm_smi.py",)}
 NODE_CHECKS = ("audit.amd.gpu.inventory", "audit.amd.gpu.partition", "audit.amd.gpu.vbios", "audit.amd.xgmi.links",
                "audit.amd.ras.counters", "audit.amd.ras.history", "audit.amd.numa_balancing",
-               "audit.amd.peer_memory", "audit.versions.rocm", "audit.versions.amdgpu_driver")
+               "audit.amd.peer_memory", "audit.versions.rocm", "audit.versions.amdgpu_driver", "audit.versions.rccl",
+               "audit.amd.device_access")
 TODAY = "2026-12-01"
 NOT_INSTALLED = {name: probe(name, "", 127, missing=True)[name] for name in COMMANDS}
 
@@ -58,13 +60,28 @@ def amd_node_text(state: dict[str, Any], numa: int = 0, kernel: str = "6.8.0-60-
     return "\n".join(lines) + "\n"
 
 
+def rccl_section(state: dict[str, Any], rccl: str | None = "auto") -> str:
+    """The versions probe's rccl section on this node: rccl.h's defines (the sim's header) and librccl."""
+    amd = state.get("amd") or {}
+    version = amd.get("rccl_version") if rccl == "auto" else rccl
+    lines = ["### rccl"]
+    if amd and version:
+        major, minor, patch = version.split(".")
+        lines += ["header /opt/rocm/include/rccl/rccl.h", f"#define NCCL_MAJOR {major}",
+                  f"#define NCCL_MINOR {minor}", f"#define NCCL_PATCH {patch}"]
+    if amd and rccl is not None:
+        lines.append(f"lib /opt/rocm/lib/librccl.so.1.0.{amd['rocm_version'].replace('.', '0')}")
+    return "\n".join([*lines, "### rccl rc=0"]) + "\n"
+
+
 def kernel_log(state: dict[str, Any]) -> str:
     lines = state.get("xid") or []
     return ("## account uid=0 sudo=no\n" + f"## source=dmesg rc=0 lines={len(lines) + 40}\n"
             + "".join(line + "\n" for line in lines if "amdgpu" in line or "NVRM" in line))
 
 
-def probes_of(state: dict[str, Any], tmp_path: Path, **node: Any) -> dict[str, dict[str, Any]]:
+def probes_of(state: dict[str, Any], tmp_path: Path, rccl: str | None = "auto",
+              **node: Any) -> dict[str, dict[str, Any]]:
     """Every probe the AMD checks read, as a run collects them on this node."""
     root = tmp_path / state["node"]
     root.mkdir(parents=True, exist_ok=True)
@@ -79,6 +96,8 @@ def probes_of(state: dict[str, Any], tmp_path: Path, **node: Any) -> dict[str, d
                               timeout=30)
         out.update(probe(name, done.stdout, done.returncode, stderr=done.stderr))
     out.update(probe("amd_node", amd_node_text(state, **node)))
+    out.update(probe("versions_inventory", rccl_section(state, rccl)))
+    out.update(probe("amd_devices", devices_text(state) if state.get("amd") else "id=" + ROOT + "\nend=ok\n"))
     out.update(probe("monitoring_kernel_log", kernel_log(state)))
     out.update(probe("slurm_node", "", 127, missing=True))
     if state.get("amd"):
@@ -263,3 +282,35 @@ def test_idle_thermals_of_amd_gpus_named_by_amd_smi(tmp_path):
     got = judge("audit.monitoring.idle_thermals", probes, subject="node1")
     assert got["status"] == "pass" and got["evidence"]["class"] == "mi355" and got["evidence"]["tool"] == "rocm-smi"
     assert got["summary"].startswith("8 idle GPU(s) at most 40.0 °C and 214.0 W (mi355 ceilings 60 °C, 300 W)")
+
+
+def test_rccl_against_the_table(tmp_path):
+    state = node_state("amd-mi300x", "node1")
+    got = results(state, tmp_path)["audit.versions.rccl"]
+    assert got["status"] == "pass" and got["value"] == "2.26.6"
+    assert got["evidence"]["header"] == "/opt/rocm/include/rccl/rccl.h"
+    # amd-faults node3 kept the RCCL of ROCm 6.2: older than every maintained line
+    old = results(node_state("amd-faults", "node3"), tmp_path / "old")["audit.versions.rccl"]
+    assert old["status"] == "fail" and old["value"] == "2.20.5" and "2.27.7" in old["summary"]
+    # ROCm 6.4's RCCL below the line's last fix fails; a newer line than the ladder passes
+    assert results(state, tmp_path / "a", rccl="2.22.2")["audit.versions.rccl"]["status"] == "fail"
+    assert results(state, tmp_path / "b", rccl="2.22.3")["audit.versions.rccl"]["status"] == "pass"
+    assert results(state, tmp_path / "c", rccl="2.28.3")["audit.versions.rccl"]["status"] == "pass"
+    # a line between the rungs is unknown, never a pass
+    assert results(state, tmp_path / "d", rccl="2.24.3")["audit.versions.rccl"]["status"] == "warn"
+
+
+def test_rccl_unknown_or_absent_warns_and_the_package_stands_in(tmp_path):
+    state = node_state("amd-mi300x", "node1")
+    library_only = results(state, tmp_path / "lib", rccl="")["audit.versions.rccl"]
+    assert library_only["status"] == "warn" and "unknown, not a pass" in library_only["summary"]
+    absent = results(state, tmp_path / "none", rccl=None)["audit.versions.rccl"]
+    assert absent["status"] == "warn" and "no RCCL on the node" in absent["summary"]
+    probes = probes_of(state, tmp_path / "pkg", rccl="")
+    row = "rccl\t2.22.3.60403-128~22.04\tii \n"
+    text = probes["versions_inventory"]["stdout"].replace("### rccl rc=0", row + "### rccl rc=0")
+    got = judge("audit.versions.rccl", {**probes, **probe("versions_inventory", text)}, subject="node1", today=TODAY)
+    assert got["status"] == "pass" and got["value"] == "2.22.3" and got["evidence"]["package"].startswith("2.22.3.")
+    cut = probes["versions_inventory"]["stdout"].replace("### rccl rc=0\n", "")
+    assert judge("audit.versions.rccl", {**probes, **probe("versions_inventory", cut)}, subject="node1",
+                 today=TODAY)["status"] == "error"

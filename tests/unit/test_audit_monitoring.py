@@ -230,3 +230,34 @@ class TestJobAttribution:
             assert run("audit.monitoring.job_attribution", {**gpus(False), **programs()})["status"] == "skip"
         else:
             assert run("audit.monitoring.job_attribution", gpus())["status"] == "error"
+
+
+def amd_node(count: int) -> dict:
+    return probe("amd_node", f"amd_pci_gpus={count}\nend=ok\n", parser="probe-key-equals-value")
+
+
+NO_SMI = probe("nvidia_smi_q_x", "", rc=127, missing=True, tool="nvidia-smi")
+SS_AMD = ('LISTEN 0      4096               *:5000             *:*    users:(("amd-metrics-exp",pid=2311,fd=7))\n'
+          + SS_HEADLESS.splitlines(keepends=True)[1] + SS_HEADLESS.splitlines(keepends=True)[2])
+
+
+class TestExportersOnAmdNodes:
+    def test_pass_with_amds_exporter(self):
+        result = run("audit.monitoring.exporters", {**listeners(SS_AMD), **NO_SMI, **amd_node(8)})
+        assert result["status"] == "pass" and "amd-metrics-exporter" in result["summary"]
+        assert "dcgm-exporter" not in result["summary"], "an AMD node needs no dcgm-exporter"
+
+    def test_fail_without_it(self):
+        ss = "".join(SS_AMD.splitlines(keepends=True)[1:])
+        result = run("audit.monitoring.exporters", {**listeners(ss), **NO_SMI, **amd_node(8)})
+        assert result["status"] == "fail" and result["summary"].startswith("amd-metrics-exporter not listening")
+
+    def test_process_name_alone_is_enough(self):
+        ss = "".join(SS_AMD.splitlines(keepends=True)[1:])
+        result = run("audit.monitoring.exporters", {**listeners(ss, "sshd\namd-metrics-exp\n"), **NO_SMI,
+                                                    **amd_node(8)})
+        assert result["status"] == "pass"
+
+    def test_an_nvidia_node_does_not_need_it(self):
+        result = run("audit.monitoring.exporters", {**listeners(SS_HEADLESS), **gpus(), **amd_node(0)})
+        assert result["status"] == "pass"

@@ -166,6 +166,22 @@ class TestTableContract:
             assert TABLE.assess("nic_firmware", f"28.{train}.{patch}", dt.date(2027, 1, 1)).state == "pass"
             assert TABLE.assess("nic_firmware", f"28.{train}.{patch - 1}", dt.date(2027, 1, 1)).state == "fail"
 
+    @pytest.mark.parametrize("name", ["rocm", "amdgpu_driver", "rccl"])
+    def test_every_amd_rung(self, name):
+        rungs = comp(name)["rungs"]
+        for rung, entry in rungs.items():
+            minimum = str(entry["minimum"])
+            assert TABLE.assess(name, minimum, dt.date(2027, 1, 1)).state == "pass", rung
+            assert TABLE.assess(name, just_below(minimum), dt.date(2027, 1, 1)).state == "fail", rung
+            assert entry["url"].startswith("https://") and entry["advisory"]
+
+    def test_rccl_lines_between_and_around_the_rungs(self):
+        today = dt.date(2027, 1, 1)
+        assert TABLE.assess("rccl", "2.20.5", today).state == "fail"      # ROCm 6.2's RCCL: older than every line
+        assert TABLE.assess("rccl", "2.24.3", today).state == "unknown"   # a line no maintained ROCm shipped
+        assert TABLE.assess("rccl", "2.28.3", today).state == "pass"      # newer than the ladder
+        assert TABLE.assess("rccl", "2.26.6", today).selector == "2.26"
+
     def test_table_is_dated(self):
         assert TABLE.generated is not None and TABLE.origin == security_table.PACKAGED
 

@@ -17,7 +17,7 @@ import pytest
 
 from clustereval.checks import probe_catalogue
 from clustereval.parsers import ParseError, parse
-from clustereval.sim import cluster
+from clustereval.sim import amd, cluster
 from clustereval.sim.profile import ProfileError, load_profile, render_node
 from tests.conftest import CORPUS, read_corpus
 
@@ -65,7 +65,7 @@ def test_the_shim_imports_only_the_standard_library_and_simnode():
 
 def test_the_cluster_installs_it_as_transferbench_on_amd_nodes_only_and_a_profile_can_leave_it_off():
     assert cluster.SHIMS["TransferBench"] == "transferbench.py"
-    assert "TransferBench" in cluster.ROCM_ONLY_SHIMS
+    assert "TransferBench" in amd.AMD_ONLY_TOOLS
     assert cluster.OPTIONAL_TOOLS["transferbench.py"] == "transferbench"
 
 

@@ -1,5 +1,6 @@
 """AMD Instinct audit checks (MI300X, MI325X, MI355X): inventory, partition modes, VBIOS, XGMI links, RAS
-error counters and their kernel-log history, NUMA balancing and the RDMA peer-memory path.
+error counters and their kernel-log history, NUMA balancing, the RDMA peer-memory path, and the versions of
+ROCm, amdgpu and RCCL against the security table (device access: audit_amd_access.py).
 
 The inventory comes from ``amd-smi static`` (``rocm-smi``'s Concise Info where amd-smi is not installed) and
 is held against the AMD GPUs the PCI bus shows (``amd_node``: vendor 0x1002, so a GPU the driver lost is
@@ -15,9 +16,11 @@ from typing import Any
 from clustereval import baselines
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check, facts
 from clustereval.checks.audit import _siblings_gpus, _slurm_declared_gpus
-from clustereval.checks.audit_versions import _verdict
+from clustereval.checks.audit_versions import _section, _sections, _verdict
 from clustereval.parsers import ParseError, parse
+from clustereval.parsers.probe_amd_devices import rccl_header_version, rccl_package_version
 from clustereval.parsers.probe_key_values import first
+from clustereval.parsers.probe_versions import package_rows
 
 STATIC = "amd_smi_static"
 TOPOLOGY = "amd_smi_topology"
@@ -407,3 +410,36 @@ def amdgpu_driver(ctx: Context) -> Verdict:
         return _verdict(ctx, "amdgpu_driver", reported.most_common(1)[0][0], "amdgpu driver", tool, evidence)
     return Verdict("warn", "AMD GPUs but no amdgpu driver version readable (/sys/module/amdgpu/version absent: "
                    "the in-kernel driver, whose version is the kernel's): not a pass", None, evidence=evidence)
+
+
+def rccl_found(text: str) -> dict[str, Any]:
+    """The versions probe's ``rccl`` section: ``{header, header_version, libraries, package, package_version}``."""
+    header = next((line.split(" ", 1)[1] for line in text.splitlines() if line.startswith("header ")), None)
+    libraries = [line.split(" ", 1)[1] for line in text.splitlines() if line.startswith("lib ")]
+    package = package_rows(text).get("rccl")
+    return {"header": header, "header_version": rccl_header_version(text) if header else None,
+            "libraries": libraries, "package": package, "package_version": rccl_package_version(package or "")}
+
+
+@check("audit.versions.rccl")
+def rccl_version(ctx: Context) -> Verdict:
+    _inventory(ctx)
+    section = _section(_sections(ctx), "rccl")
+    if section.rc is None:
+        raise HarnessError("the versions probe's rccl section was cut short")
+    found = rccl_found(section.text)
+    evidence = {k: v for k, v in found.items() if v}
+    if found["header_version"]:
+        return _verdict(ctx, "rccl", found["header_version"], "RCCL", found["header"], evidence)
+    if found["package_version"]:
+        return _verdict(ctx, "rccl", found["package_version"], "RCCL", "the rccl package", evidence)
+    if found["header"]:
+        return Verdict("warn", f"{found['header']} names no NCCL_MAJOR/MINOR/PATCH: the RCCL version is unknown, "
+                       "not a pass", None, evidence=evidence)
+    if found["libraries"] or found["package"]:
+        what = ", ".join(found["libraries"][:2]) or f"package rccl {found['package']}"
+        return Verdict("warn", f"RCCL is installed ({what}) but neither rccl.h nor an rccl package gives its "
+                       "version: unknown, not a pass", None, evidence=evidence)
+    return Verdict("warn", "AMD GPUs but no RCCL on the node (no rccl/rccl.h, no librccl.so under /opt/rocm/lib): "
+                   "multi-GPU jobs use whatever RCCL their container or wheel brings, which is not graded", None,
+                   evidence=evidence)

@@ -15,7 +15,7 @@ from typing import Any
 
 from clustereval import baselines, yamldata
 from clustereval.checks import Context, HarnessError, ProbeFailed, Skip, Verdict, check
-from clustereval.checks.audit_health import GPU_PROBE, has_gpus, programs
+from clustereval.checks.audit_health import GPU_PROBE, amd_gpus, has_gpus, programs
 from clustereval.parsers import ParseError, parse
 from clustereval.parsers.kernel_xid import xid_info
 from clustereval.results import worst
@@ -177,19 +177,23 @@ def exporters(ctx: Context) -> Verdict:
     ports, names = set(listening["ports"]), set(listening["processes"])
     if not listening["ss_listed"]:
         raise HarnessError(f"`ss -ltn` listed no listening socket on {ctx.subject} (not even sshd)")
-    gpus = has_gpus(ctx)
+    # nvidia: nvidia-smi lists GPUs (False or None, could not tell: not required); amd: the amd_node probe
+    # counted AMD GPUs on the PCI bus
+    gpus = {"nvidia": has_gpus(ctx), "amd": amd_gpus(ctx)}
     found: dict[str, dict[str, Any]] = {}
     for name, spec in (_data().get("exporters") or {}).items():
         by_port = sorted(set(spec.get("ports") or []) & ports)
         by_name = sorted(n for n in names if any(n == p[:15] for p in spec.get("processes") or []))
         found[name] = {"present": bool(by_port or by_name), "ports": by_port, "processes": by_name,
-                       "missing": spec.get("missing"), "gpu_only": bool(spec.get("gpu_only"))}
-    evidence = {"exporters": found, "gpus": gpus}
+                       "missing": spec.get("missing"), "gpus": spec.get("gpus")}
+    evidence = {"exporters": found, "gpus": gpus["nvidia"], "amd_gpus": gpus["amd"]}
     fails, warns = [], []
     for name, item in found.items():
         if item["present"] or not item["missing"]:
             continue
-        if item["gpu_only"] and not gpus:
+        if item["gpus"] == "amd" and not gpus["amd"]:
+            continue
+        if item["gpus"] == "nvidia" and not gpus["nvidia"]:
             continue
         (fails if item["missing"] == "fail" else warns).append(name)
     present = [name for name, item in found.items() if item["present"]]

@@ -18,6 +18,11 @@ RAS error counters per block. Faults:
   ``memory_partition`` on one node;
 * ``ras_errors``: ``[{gpu, block, ce, ue}]`` RAS error counts on a physical GPU (sysfs counters, amd-smi
   ``metric --ecc-blocks``) and the amdgpu kernel lines that reported them;
+* ``amd_device_access``: ``{kfd: {mode: "0660", group: root}, render: {mode, group}, card: {mode, group},
+  job_user_not_in: [render]}`` over the device nodes' healthy modes (:data:`DEVICE_NODES`: ``/dev/kfd`` and
+  ``/dev/dri/renderD*`` 0660 root:render, ``/dev/dri/card*`` 0660 root:video) and the evaluation account's
+  membership of the render and video groups;
+* ``rccl_version``: the RCCL this node has installed (``"2.22.3"``), over ``amd.rccl_version``;
 
 The kernel's automatic NUMA balancing is a sysctl: ``system: {sysctls: {kernel.numa_balancing: 1}}``.
 """
@@ -30,8 +35,8 @@ from typing import Any
 VENDORS = ("nvidia", "amd")
 # NVIDIA tools an AMD node does not have (and AMD tools an NVIDIA node does not have).
 NVIDIA_ONLY_TOOLS = frozenset({"nvidia-smi", "dcgmi", "dcgm-exporter", "nvbandwidth", "ncu", "nvcc"})
-AMD_ONLY_TOOLS = frozenset({"amd-smi", "rocm-smi"})
-FAULTS = {"xgmi_link_down", "amd_partition", "ras_errors"}
+AMD_ONLY_TOOLS = frozenset({"amd-smi", "rocm-smi", "TransferBench", "amd-metrics-exporter"})
+FAULTS = {"xgmi_link_down", "amd_partition", "ras_errors", "amd_device_access", "rccl_version"}
 
 # What amd-smi static / rocm-smi report per model (ROCm 6.4 / 7.0 era figures: device ids from the amdgpu PCI
 # table, gfx targets and CU counts from AMD's CDNA 3/4 specifications, VRAM as amd-smi prints VRAM_TOTAL).
@@ -74,6 +79,13 @@ AMD_DEFAULTS = {
     "peer_memory": "dma_buf",          # dma_buf (upstream, no module), amd_peermem, or none
 }
 PEER_MEMORY = ("dma_buf", "amd_peermem", "none")
+# The device nodes of a healthy node as amdgpu's udev rule (70-amdgpu.rules) leaves them: the KFD and each
+# render node for the render group, the card nodes for video (ROCm's install guide puts job users in both).
+DEVICE_NODES = {"kfd": {"mode": "0660", "group": "render"}, "render": {"mode": "0660", "group": "render"},
+                "card": {"mode": "0660", "group": "video"}}
+DEVICE_GROUPS = ("render", "video", "root")
+# /dev/kfd's major number (dynamic: the first free char major from 511 down, as on MI300X nodes) and DRM's.
+KFD_MAJOR, DRM_MAJOR = 511, 226
 # Healthy MI300X bus numbers (a Supermicro AS-8125GS: one GPU per root complex) and OAM slot order.
 DEFAULT_BUSES = ["05", "26", "46", "65", "85", "a6", "c6", "e5"]
 
@@ -127,6 +139,27 @@ def _ras(faults: dict[str, Any], physical: int) -> dict[int, dict[str, dict[str,
         counts = out.setdefault(gpu, {}).setdefault(block, {"ce": 0, "ue": 0})
         counts["ce"] += int(entry.get("ce", 0))
         counts["ue"] += int(entry.get("ue", 0))
+    return out
+
+
+def device_access(faults: dict[str, Any]) -> dict[str, Any]:
+    """The device nodes' modes and groups and the groups the evaluation account is left out of
+    (ValueError naming the fault's bad value)."""
+    given = faults.get("amd_device_access") or {}
+    if not isinstance(given, dict) or set(given) - {*DEVICE_NODES, "job_user_not_in"}:
+        raise ValueError(f"faults.amd_device_access takes {sorted({*DEVICE_NODES, 'job_user_not_in'})}")
+    out: dict[str, Any] = {}
+    for kind, healthy in DEVICE_NODES.items():
+        entry = {**healthy, **{k: str(v) for k, v in (given.get(kind) or {}).items()}}
+        if set(entry) != {"mode", "group"} or not all(c in "01234567" for c in entry["mode"]) \
+                or len(entry["mode"]) != 4 or entry["group"] not in DEVICE_GROUPS:
+            raise ValueError(f"faults.amd_device_access.{kind}: {{mode: 4 octal digits, group: one of "
+                             f"{', '.join(DEVICE_GROUPS)}}}, got {given.get(kind)!r}")
+        out[kind] = entry
+    left_out = [str(g) for g in given.get("job_user_not_in") or []]
+    if set(left_out) - {"render", "video"}:
+        raise ValueError(f"faults.amd_device_access.job_user_not_in: render and/or video, got {left_out}")
+    out["job_user_groups"] = [g for g in ("render", "video") if g not in left_out]
     return out
 
 
@@ -207,8 +240,11 @@ def render(settings: dict[str, Any], faults: dict[str, Any], node: str, cluster:
                         for block in RAS_BLOCKS},
             })
     physical_present = sorted({d["physical_index"] for d in devices})
+    if faults.get("rccl_version") is not None:
+        software["rccl_version"] = str(faults["rccl_version"])
     return {
         **software,
+        "device_access": device_access(faults),
         "model": model["market_name"],
         "physical_gpus": physical_present,
         "gpus": devices,

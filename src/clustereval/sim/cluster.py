@@ -58,14 +58,12 @@ SHIMS = {"nvidia-smi": "nvidia_smi.py", "dcgmi": "dcgmi.py", "dcgm-exporter": "d
                                                   "sendrecv")},
          **{t: "perftest.py" for t in ("ib_write_bw", "ib_read_bw", "ib_write_lat", "ib_read_lat")},
          "nvbandwidth": "nvbandwidth.py",
-         # ROCm's TransferBench (/opt/rocm/bin/TransferBench on a real node; on the node's PATH here)
-         "TransferBench": "transferbench.py"}
+         # ROCm's TransferBench (/opt/rocm/bin/TransferBench on a real node; on the node's PATH here) and AMD's
+         # device metrics exporter: on AMD nodes only (amd.AMD_ONLY_TOOLS)
+         "TransferBench": "transferbench.py", "amd-metrics-exporter": "amd_metrics_exporter.py"}
 # Tools a profile can leave off a node (``faults: {nccl_tests: missing}``): shim module -> node.json tool key.
 OPTIONAL_TOOLS = {"nccl_tests.py": "nccl_tests", "perftest.py": "perftest", "nvbandwidth.py": "nvbandwidth",
                   "transferbench.py": "transferbench"}
-# ROCm tools of SHIMS an NVIDIA node does not have (besides amd.absent_tools, which lists the overlay's amd-smi and
-# rocm-smi).
-ROCM_ONLY_SHIMS = frozenset({"TransferBench"})
 # Open MPI settings a site running mpirun between its nodes provides in every login environment (the nodes
 # talk over loopback addresses here; the cluster key in /root/.ssh is what `plm_rsh_agent ssh` uses).
 NODE_MCA_ENV = "OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_btl=self,vader,tcp"
@@ -828,8 +826,6 @@ def _prepare_node_root(directory: Path, node: dict[str, Any]) -> None:
             continue
         if tool in amd.absent_tools(node["state"]):  # the other vendor's tools
             continue
-        if tool in ROCM_ONLY_SHIMS and not node["state"].get("amd"):
-            continue
         if tool in software_tools.missing(node["settings"]):
             continue
         optional = OPTIONAL_TOOLS.get(SHIMS.get(tool, ""))
@@ -1310,14 +1306,19 @@ def start_power_daemon(directory: Path, state: dict[str, Any]) -> None:
 
 
 def _start_exporters(directory: Path, state: dict[str, Any], node: dict[str, Any], ns_pid: int) -> None:
-    """dcgm-exporter (the shim) and, when installed, the real Prometheus node exporter, inside the node's
-    namespaces and listening on its own address; a profile fault ``exporters_missing`` leaves some out."""
+    """dcgm-exporter (NVIDIA nodes) or amd-metrics-exporter (AMD nodes; the shims) and, when installed, the real
+    Prometheus node exporter, inside the node's namespaces and listening on its own address; a profile fault
+    ``exporters_missing`` leaves some out."""
     missing = set(node["settings"].get("faults", {}).get("exporters_missing") or [])
     root = _paths(directory)["nodes"] / node["name"] / "root"
     commands = []
     if "dcgm-exporter" not in missing and node["state"]["gpus"] and node["state"]["nvidia_smi"] != "missing":
         commands.append(("dcgm-exporter", [str(root / "bin" / "dcgm-exporter"), "-a", f"{node['address']}:9400",
                                            "--hpc-job-mapping-dir", JOB_MAP_DIR]))
+    if "amd-metrics-exporter" not in missing and node["state"].get("amd"):
+        # it serves on every address, port 5000 (its default): the node's own address here (a shared network)
+        commands.append(("amd-metrics-exporter", [str(root / "bin" / "amd-metrics-exporter"),
+                                                  "-amd-metrics-config", "/etc/metrics/config.json"]))
     if "node-exporter" not in missing and Path(NODE_EXPORTER).exists():
         commands.append(("node-exporter", [NODE_EXPORTER, f"--web.listen-address={node['address']}:9100",
                                            "--collector.disable-defaults", "--collector.loadavg"]))
@@ -1325,7 +1326,7 @@ def _start_exporters(directory: Path, state: dict[str, Any], node: dict[str, Any
         log = _paths(directory)["nodes"] / node["name"] / f"{label}.log"
         proc = subprocess.Popen(
             _in_node_cgroup(state, node["name"], ["nsenter", "-t", str(ns_pid), "--uts", "--mount", *argv]),
-            env={"PATH": NODE_PATH, "SIMNODE_ROOT": "/sim"},
+            env={"PATH": NODE_PATH, "SIMNODE_ROOT": "/sim", "SIMNODE_LISTEN_ADDRESS": node["address"]},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=open(log, "ab"),  # noqa: SIM115

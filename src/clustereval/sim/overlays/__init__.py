@@ -86,6 +86,19 @@ def _mount_point(path: str, host_root: Path = Path("/")) -> str:
     return str(PurePosixPath(path).parts[0] + PurePosixPath(path).parts[1])
 
 
+def _submounts(point: str, mountinfo: Path = Path("/proc/self/mountinfo")) -> list[str]:
+    """The mount points below ``point`` on the host (``/dev/pts``, ``/dev/shm``), outermost only: an overlay of
+    /dev keeps them (amd_gpu puts the device nodes a ROCm job opens, /dev/kfd and /dev/dri/*, in the node's /dev)."""
+    found: list[str] = []
+    for line in mountinfo.read_text().splitlines():
+        fields = line.split()
+        if len(fields) > 4:
+            target = fields[4].encode().decode("unicode_escape")  # mountinfo escapes blanks as \040
+            if target.startswith(point + "/") and target not in found:
+                found.append(target)
+    return [m for m in found if not any(m.startswith(o + "/") for o in found if o != m)]
+
+
 def build(settings: dict[str, Any], state: dict[str, Any], node_dir: Path) -> list[str]:
     """Render every area's files under ``node_dir/overlay`` and return the shell lines that mount them
     (run inside the node's namespace before sshd starts)."""
@@ -120,6 +133,19 @@ def build(settings: dict[str, Any], state: dict[str, Any], node_dir: Path) -> li
         upper.mkdir(parents=True, exist_ok=True)
         work.mkdir(parents=True, exist_ok=True)
         options = f"lowerdir={point},upperdir={upper},workdir={work}"
+        # only /dev: other points keep the overlay-or-bind they always had (an overlay of /proc or /sys fails and
+        # is bound instead, which the staging below has no fallback for)
+        subs = _submounts(point) if point == "/dev" or point.startswith("/dev/") else []
+        if subs:
+            # mounted on a staging directory, the point's own mounts bound back in, then moved onto the point; no
+            # bind fallback: a bind of the upper directory would leave a /dev holding only the node's files
+            stage = node_dir / "stage" / str(index)
+            stage.mkdir(parents=True, exist_ok=True)
+            steps = [f"mount -t overlay overlay -o {shlex.quote(options)} {shlex.quote(str(stage))}"]
+            steps += [f"mount --rbind {shlex.quote(m)} {shlex.quote(str(stage) + m[len(point):])}" for m in subs]
+            steps.append(f"mount --move {shlex.quote(str(stage))} {shlex.quote(point)}")
+            lines.append("{ " + " && ".join(steps) + "; }")
+            continue
         lines.append(f"{{ mount -t overlay overlay -o {shlex.quote(options)} {shlex.quote(point)} 2>/dev/null "
                      f"|| mount --bind {shlex.quote(str(upper))} {shlex.quote(point)}; }}")
     return lines
