@@ -34,6 +34,12 @@ class TestPackages:
         assert diff[0] == "libnccl2:amd64 2.20.3-1+cuda12.3 (fleet 2.21.5-1+cuda12.4)"
         assert "htop:amd64 3.2.2-2 extra" in diff and len(diff) == 3
 
+    def test_amd_gpu_stack_packages_are_gpu_stack_too(self):
+        base = {**BASE, "rccl:amd64": "2.26.6.70002-56~24.04", "amdgpu-dkms:amd64": "1:6.14.14.30200000-2226.24.04"}
+        node = {**base, "vim:amd64": "2:9.0.1378-3", "rccl:amd64": "2.22.3.60403-128~24.04"}
+        diff = package_diff(base, node)
+        assert diff[0] == "rccl:amd64 2.22.3.60403-128~24.04 (fleet 2.26.6.70002-56~24.04)"
+
     def test_pass_when_identical(self):
         result = run("audit.fleet.packages", {"n1": host(), "n2": host(), "n3": host()})
         assert result["status"] == "pass" and "3 packages" in result["summary"]

@@ -22,7 +22,9 @@ GPU_PROBE = "nvidia_smi_q_x"
 # Packages whose drift changes what GPU jobs run on (driver, CUDA, NCCL, RDMA, MPI, kernel, Slurm).
 GPU_STACK = re.compile(r"^(cuda|libcuda|libnccl|nccl|nvidia|libnvidia|datacenter-gpu-manager|dcgm|mlnx|mft|"
                        r"rdma-core|libibverbs|ibverbs|ucx|openmpi|hpcx|linux-image|kernel|slurm|libpmix|"
-                       r"nvidia-container|libnvidia-container)", re.IGNORECASE)
+                       r"nvidia-container|libnvidia-container|"
+                       # AMD's: RCCL, ROCm, HIP, the HSA runtime, amdgpu-dkms, amd-smi, the profilers, MIOpen
+                       r"rccl|rocm|hip-|hsa-|amdgpu|amd-smi|rocprofiler|miopen)", re.IGNORECASE)
 LISTED = 8
 
 
