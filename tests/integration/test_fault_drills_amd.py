@@ -1,5 +1,5 @@
 """The inject drill on a simulated AMD MI300X node: an uncorrectable UMC RAS error instead of the Xid, timed the
-same way and compared with the simulator's ground truth.
+same way and compared with the simulator's ground truth, under Slurm and under Kubernetes.
 
 The provider is amd-mi300x's (its health check drains on amdgpu's uncorrectable RAS lines and on a short GPU
 count), made as quick as the NVIDIA drills' fault-drills profile: a 5 s HealthCheckInterval and a reboot of a
@@ -9,14 +9,15 @@ node drained for 5 s. The sim has no debugfs, so ``auto`` falls back from ``ras`
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 
 import yaml
 
 from clustereval import journal, results
 from clustereval.sim import cluster
-from tests.integration.simrun import REQUIRES_SIM, simulated_cluster, truth
-from tests.integration.test_fault_drills import drill, drill_log, faults, latest
+from tests.integration.simrun import BIN, REPO, REQUIRES_SIM, ansible_env, simulated_cluster, truth
+from tests.integration.test_fault_drills import FAST, drill, drill_log, fault_time, faults, latest
 
 pytestmark = REQUIRES_SIM
 
@@ -77,3 +78,41 @@ def test_a_ras_error_is_detected_drained_and_returned_like_an_xid(tmp_path):
         assert not [e for e in cluster.ground_truth(directory, "node1") if e["t"] >= began and e["event"] in
                     ("fault", "drained", "reboot_requested", "down")], cluster.ground_truth(directory, "node1")
         assert "ras_umc_ue" not in json.dumps([r for r in latest(run_dir).values() if r["subject"] == "node1"])
+
+
+def test_kubernetes_detects_the_ras_error_by_amds_node_condition_and_returns_the_node(tmp_path):
+    """k8s-amd-fault-drills: the node problem detector's AMDGPUHBMError condition, the remediation reboot, our
+    GPU job run as a ROCm pod and gone; the times are the simulator's."""
+    with simulated_cluster(tmp_path / "sim", 2, "k8s-amd-fault-drills") as directory:
+        run_dir = tmp_path / "run"
+        env = {**ansible_env(), **cluster.kubectl_env(directory)}  # kubectl and its API on the controller
+        proc = subprocess.run(
+            [str(BIN / "ansible-playbook"), str(REPO / "playbooks" / "evaluate.yml"), "-i",
+             str(directory / "inventory.ini"), *FAST, "-e", "clustereval_allow_destructive=true",
+             "-e", "clustereval_destructive_targets=node2", "-e", "clustereval_harness=k8s",
+             "-e", "clustereval_k8s_api_host=localhost", "-e", f"clustereval_out={run_dir}",
+             "-e", "clustereval_fault_injection_reboot=false", *faults({"method": "auto", "xid": 79})],
+            capture_output=True, text=True, env=env, cwd=REPO, timeout=400)
+        assert proc.returncode == 0, proc.stdout[-4000:]
+        got = latest(run_dir)
+        key = results.params_key(FAULT)
+        detection = got[("fault.inject.detection", "node2", key)]
+        assert detection["status"] == "pass" and "AMDGPUHBMError" in detection["summary"], detection
+        assert detection["evidence"]["injection"]["fault"] == "ras_umc_ue"
+        for check in ("fault.inject.return", "fault.inject.cleared", "fault.inject.action", "fault.drill.bystanders"):
+            assert got[(check, "node2", key)]["status"] == "pass", got[(check, "node2", key)]
+        t0 = fault_time(run_dir, "node2", "fault-inject-auto-ras_umc_ue")
+        sim_fault = truth(directory, "node2", "fault", t0 - 2)[0]
+        assert "uncorrectable hardware errors detected in umc block" in sim_fault["line"]
+        detected = truth(directory, "node2", "k8s_detected", sim_fault["t"])[0]
+        assert detected["reason"] == "AMDGPURASError" and detected["condition"] == "AMDGPUHBMError", detected
+        assert abs(detection["value"] - (detected["t"] - sim_fault["t"])) <= 1.0
+        assert truth(directory, "node2", "reboot_requested", sim_fault["t"], by="remediation")
+        # the GPU job after the return ran as a pod asking for amd.com/gpu with ROCm's image, and succeeded
+        job = next(e for e in drill_log(run_dir, "node2", "fault-inject-auto-ras_umc_ue") if e.get("step") == "gpu_job")
+        assert "amd.com/gpu" in job["cmd"] and "rocm/" in job["cmd"] and "phase=Succeeded" in job["stdout"], job
+        assert journal.pending(run_dir) == []
+        pods = subprocess.run(["kubectl", "get", "pods", "-A", "-o", "json"], capture_output=True, text=True,
+                              env=env, timeout=30)
+        assert "clustereval-drill" not in pods.stdout
+        assert not truth(directory, "node1", "k8s_detected")

@@ -12,9 +12,10 @@ the API on: what the kubelets, the node lifecycle controller and the provider's 
   status.``) and it gets the ``node.kubernetes.io/unreachable`` NoSchedule and NoExecute taints; they go when the
   kubelet posts again.
 * **provider health agent** (``provider.k8s``): every ``interval_s`` it looks for the faults the Slurm health check
-  drains on (a ``drain_xids`` Xid in the kernel log, DCGM health not Healthy, a GPU lost) and reports the first
-  one as a node condition, a taint or a cordon; with ``remediation: reboot`` it reboots the node through the BMC
-  ``after_s`` later and, once it is Ready again and the fault gone, clears what it set.
+  drains on (a ``drain_xids`` Xid or an amdgpu uncorrectable RAS line in the kernel log, DCGM health not Healthy,
+  a GPU lost) and reports the first one as a node condition, a taint or a cordon; with ``remediation: reboot`` it
+  reboots the node through the BMC ``after_s`` later and, once it is Ready again and the fault gone, clears what it
+  set.
 
 The shared state is ``D/k8s/cluster.json`` (``shims/k8s_live.py``, which the kubectl shim reads and writes too).
 """
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
 
 TICK_S = 0.2
 HEARTBEAT_S = 10.0  # the kubelet's nodeStatusReportFrequency-ish refresh of lastHeartbeatTime
-XID = re.compile(r"NVRM: Xid \([^)]*\): (\d+)")
 RING_PREFIX = re.compile(r"^\[\s*\d+\.\d+\]\s*")
 
 
@@ -54,6 +54,9 @@ def _load_shim_module(name: str) -> Any:
 
 
 live = _load_shim_module("k8s_live")
+# the Slurm health check's own patterns (an NVRM Xid line, amdgpu's uncorrectable RAS line), so that both see a
+# fault the same way
+health = _load_shim_module("healthcheck")
 volumes = _load_shim_module("k8s_volumes")
 # what the kubelet runs first in the pod's own mount namespace (unshare): each claim's backing directory
 # bind-mounted at its mountPath; a mount point that does not exist is made on a tmpfs laid over its nearest
@@ -403,9 +406,13 @@ class Kubernetes:
         except OSError:
             lines = []
         for line in reversed(lines):
-            match = XID.search(line)
+            match = health.XID.search(line)
             if match and int(match.group(1)) in drain:
                 return f"XID{match.group(1)}", RING_PREFIX.sub("", line)
+            # AMD's node problem detector rule for amdgpu's RAS reports (ROCm/gpu-operator docs/npd): reason
+            # AMDGPURASError, the kernel line as the message
+            if health.AMD_UE.search(line):
+                return "AMDGPURASError", RING_PREFIX.sub("", line)
         lost = live.lost_gpus(self.dir, node.name)
         if lost:
             return "GPULost", f"GPU {', '.join(str(g) for g in lost)} has fallen off the bus"
